@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the BPF scheduler and the loader share: limits, DSQ ids and stat slots.
+ * Keep in sync with src/bpf_intf.rs (checked by a unit test on the stat names).
+ */
+#ifndef __GMP_INTF_H
+#define __GMP_INTF_H
+
+#define MAX_CPUS 512
+#define MAX_NODES 64
+#define MAX_LLCS 512
+
+/* DSQ ids: cpu_dsq of CPU c is c; shared_dsq of node n is SHARED_DSQ_BASE + n. */
+#define SHARED_DSQ_BASE 0x100000ULL
+
+/* Latency histogram: 4 buckets per power of two of microseconds, up to ~2^24 us. */
+#define LAT_SUB_BITS 2
+#define NR_LAT_BUCKETS 100
+
+enum gmp_stat {
+	/* how ops.dispatch found work */
+	ST_DISP_LOCAL,       /* own cpu_dsq (includes runnext) */
+	ST_DISP_RUNNEXT,     /* counted when a runnext task starts running */
+	ST_DISP_SHARED,      /* node's shared_dsq because the local queue was empty */
+	ST_DISP_FAIR_TICK,   /* shared_dsq first on the fair tick */
+	ST_DISP_STEAL_LLC,   /* steal events from a CPU in the same LLC */
+	ST_DISP_STEAL_NODE,  /* ... same node, other LLC */
+	ST_DISP_STEAL_REMOTE,/* ... other node */
+	ST_DISP_KEEP_PREV,   /* nothing else: the previous task keeps the CPU */
+	ST_STOLEN_TASKS,     /* tasks moved by steals (>= steal events) */
+	/* where ops.enqueue / ops.select_cpu put tasks */
+	ST_ENQ_LOCAL,        /* a cpu_dsq tail */
+	ST_ENQ_RUNNEXT,      /* a cpu_dsq head (runnext) */
+	ST_ENQ_OVERFLOW,     /* local queue at --local-cap: to the shared queue */
+	ST_ENQ_PREEMPTED,    /* preempted / slice expired: shared queue tail */
+	ST_ENQ_DIRECT_IDLE,  /* select_cpu found an idle CPU: straight to its local DSQ */
+	ST_ENQ_PINNED,       /* could run on one CPU only: that CPU's queue */
+	ST_ENQ_REENQ,        /* re-enqueued after a higher class took the CPU */
+	/* preemption */
+	ST_PREEMPT_SYSMON,   /* kicked by sysmon after running >= preempt_ns with work waiting */
+	ST_PREEMPT_SLICE,    /* slice ran out */
+	ST_KICK_IDLE,        /* idle CPUs woken for new work (wakep) */
+	ST_KICK_PREEMPT,     /* preempt kicks sent by sysmon */
+	/* NUMA */
+	ST_NUMA_LOCAL,       /* task starts on its home node */
+	ST_NUMA_REMOTE,      /* task starts away from its home node */
+	ST_MIGRATIONS,       /* task starts on a CPU other than its last */
+	ST_MIGRATIONS_NODE,  /* ... on another node */
+	ST_SYSMON_RUNS,      /* sysmon timer callbacks */
+	ST_BUSY_NS,          /* ns this CPU ran scx_gmp tasks */
+	ST_LAT_SUM_US,       /* sum of wakeup-to-run latencies */
+	ST_LAT_COUNT,        /* number of latency samples */
+	GMP_NR_STATS,
+};
+
+struct gmp_pcpu_stats {
+	unsigned long long cnt[GMP_NR_STATS];
+	unsigned long long lat[NR_LAT_BUCKETS];
+};
+
+#endif /* __GMP_INTF_H */

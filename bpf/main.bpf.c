@@ -1,0 +1,696 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scx_gmp: Go's GMP run-queue model as a sched_ext scheduler.
+ *
+ * Every CPU is a Go "P" with a local run queue (cpu_dsq, a user DSQ so that other CPUs can
+ * steal from it). Each NUMA node has a shared_dsq, Go's global run queue. A task woken
+ * synchronously by the running task goes to the head of the waker's queue (runnext) and
+ * inherits the rest of the waker's slice. An idle CPU looks at its own queue, then its node's
+ * shared queue, then steals half of another CPU's queue (same LLC, same node, other nodes).
+ * A BPF timer (sysmon) preempts tasks that ran past preempt_ns while others wait.
+ *
+ * Invariants that keep it safe:
+ *  - A task is inserted into cpu_dsq[c] only if it may run on c (checked against
+ *    p->cpus_ptr at insertion; steals check the thief's CPU before moving). An affinity
+ *    change dequeues and re-enqueues the task, so a stale placement never survives it, and
+ *    scx_bpf_dsq_move_to_local() skips tasks that may not run on the consuming CPU.
+ *  - A task is inserted into shared_dsq[n] only if it may run on some CPU of node n (the node
+ *    of a CPU taken from its own cpumask).
+ *  - No task waits forever: every CPU calls ops.dispatch at least once a slice while it has
+ *    work; the local queue is served first but the shared queue is served first on every
+ *    fair_tick-th dispatch; a runnext chain shares one slice; sysmon preempts long runners when
+ *    work waits; idle CPUs are kicked when work is queued.
+ */
+#include <scx/common.bpf.h>
+#include "intf.h"
+
+char _license[] SEC("license") = "GPL";
+
+UEI_DEFINE(uei);
+
+/* Set by the loader before load. */
+const volatile u32 nr_cpus = 1;           /* nr_cpu_ids, <= MAX_CPUS */
+const volatile u32 nr_nodes = 1;          /* <= MAX_NODES */
+const volatile u64 slice_ns = 10000000;   /* 10 ms, Go's forcePreemptNS */
+const volatile u64 preempt_ns = 10000000; /* sysmon preempts runs longer than this */
+const volatile u64 sysmon_ns = 0;         /* 0: adaptive, 20 us .. 10 ms */
+const volatile u32 local_cap = 256;       /* Go's runq size */
+const volatile u32 fair_tick = 61;        /* Go's schedtick%61 global-queue poll */
+const volatile u32 steal_max = 32;
+const volatile u32 numa_steal_min = 2;
+const volatile bool runnext_on = true;
+const volatile u32 cpu_node[MAX_CPUS];
+const volatile u32 cpu_llc[MAX_CPUS];
+
+#define SYSMON_MIN_NS (20 * 1000ULL)
+#define SYSMON_MAX_NS (10 * 1000 * 1000ULL)
+#define RUNNEXT_MIN_NS (20 * 1000ULL)   /* below this, a wakeup is not worth a runnext slot */
+#define WAKEP_PENDING_NS (2 * 1000 * 1000ULL)
+
+/* Per-CPU state, shared with the loader through the skeleton's bss. One cache line each. */
+struct cpu_ctx {
+	u64 running_since;  /* when the current scx_gmp task started; 0: none */
+	u64 schedtick;      /* ops.dispatch calls, drives the fair tick */
+	s32 running_pid;
+	s32 runnext_pid;    /* the task in this CPU's runnext slot, 0: empty */
+	u32 queued;         /* cpu_dsq length at the last sysmon pass */
+	u8 kicked;          /* woken by wakep and not yet dispatching */
+	u8 sysmon_kicked;   /* the current task was preempted by sysmon */
+	u8 pad[26];
+} __attribute__((aligned(64)));
+
+struct cpu_ctx cpu_ctxs[MAX_CPUS];
+u32 shared_queued[MAX_NODES];     /* shared_dsq lengths at the last sysmon pass */
+u64 node_kick_at[MAX_NODES];      /* when wakep last kicked a CPU of the node; 0: none pending */
+u64 sysmon_interval_ns;
+
+struct task_ctx {
+	u64 ready_at;       /* when the task last became runnable */
+	u64 runnext_slice;  /* set by select_cpu: the slice inherited from the waker */
+	s32 home_node;      /* where the task has been running */
+	s32 last_cpu;
+	u32 away_runs;      /* consecutive runs away from home_node */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctx_stor SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct gmp_pcpu_stats);
+} stats SEC(".maps");
+
+struct sysmon_timer {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct sysmon_timer);
+} sysmon_timer SEC(".maps");
+
+static __always_inline void stat_add(u32 idx, u64 v)
+{
+	u32 zero = 0;
+	struct gmp_pcpu_stats *s = bpf_map_lookup_elem(&stats, &zero);
+
+	if (s && idx < GMP_NR_STATS)
+		s->cnt[idx] += v;
+}
+
+static __always_inline struct cpu_ctx *cpu_ctx(s32 cpu)
+{
+	if (cpu < 0 || cpu >= MAX_CPUS)
+		return NULL;
+	return &cpu_ctxs[cpu];
+}
+
+static __always_inline u32 node_of(s32 cpu)
+{
+	if (cpu < 0 || cpu >= MAX_CPUS)
+		return 0;
+	return cpu_node[cpu] & (MAX_NODES - 1);
+}
+
+static __always_inline u64 shared_dsq(u32 node)
+{
+	return SHARED_DSQ_BASE + node;
+}
+
+static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctx_stor, p, 0, 0);
+}
+
+static u32 ilog2_u64(u64 v)
+{
+	u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) { r += 1; }
+	return r;
+}
+
+/* Log-linear bucket: exact below 4 us, then 4 buckets per power of two. */
+static u32 lat_bucket(u64 us)
+{
+	u32 msb, b;
+
+	if (us < 4)
+		return us;
+	msb = ilog2_u64(us);
+	b = (msb - 1) * 4 + ((us >> (msb - 2)) & 3);
+	return b < NR_LAT_BUCKETS ? b : NR_LAT_BUCKETS - 1;
+}
+
+static void record_latency(u64 lat_ns)
+{
+	u32 zero = 0, b;
+	u64 us = lat_ns / 1000;
+	struct gmp_pcpu_stats *s = bpf_map_lookup_elem(&stats, &zero);
+
+	if (!s)
+		return;
+	b = lat_bucket(us);
+	if (b < NR_LAT_BUCKETS)
+		s->lat[b]++;
+	s->cnt[ST_LAT_SUM_US] += us;
+	s->cnt[ST_LAT_COUNT]++;
+}
+
+/*
+ * Go's wakep(): wake one idle CPU of @node for new work, but only if no CPU kicked earlier is
+ * still on its way (Go allows one new spinning M at a time). The kicked CPU clears the
+ * pending mark when it reaches ops.dispatch, and may call wakep again if work remains, so
+ * idle CPUs wake in a chain rather than a storm. A stale mark expires after
+ * WAKEP_PENDING_NS so a lost kick cannot block wakeups.
+ */
+static void wakep(u32 node, const struct cpumask *allowed)
+{
+	u64 now = scx_bpf_now(), last;
+	struct cpu_ctx *cctx;
+	s32 cpu;
+
+	node &= MAX_NODES - 1;
+	last = node_kick_at[node];
+	if (last && now - last < WAKEP_PENDING_NS)
+		return;
+	cpu = __COMPAT_scx_bpf_pick_idle_cpu_node(allowed, node, 0);
+	if (cpu < 0)
+		return;
+	node_kick_at[node_of(cpu)] = now;
+	cctx = cpu_ctx(cpu);
+	if (cctx)
+		cctx->kicked = 1;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	stat_add(ST_KICK_IDLE, 1);
+}
+
+/* wakep over every online CPU, for callers without a task at hand. */
+static void wakep_any(u32 node)
+{
+	const struct cpumask *online = scx_bpf_get_online_cpumask();
+
+	wakep(node, online);
+	scx_bpf_put_cpumask(online);
+}
+
+s32 BPF_STRUCT_OPS(gmp_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	bool is_idle = false;
+	s32 cpu;
+
+	/*
+	 * runnext: a synchronous wakeup by the scx_gmp task running here. The wakee goes to the
+	 * head of this CPU's queue and inherits the waker's remaining slice, so a chain of
+	 * hand-offs shares one slice and cannot hold the queue head for longer than slice_ns.
+	 */
+	if (runnext_on && tctx && (wake_flags & SCX_WAKE_SYNC)) {
+		struct task_struct *cur = bpf_get_current_task_btf();
+		s32 this_cpu = bpf_get_smp_processor_id();
+		struct cpu_ctx *cctx = cpu_ctx(this_cpu);
+
+		if (cctx && cur && cctx->running_pid == cur->pid && cur->pid != p->pid &&
+		    cur->scx.slice >= RUNNEXT_MIN_NS &&
+		    bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr)) {
+			tctx->runnext_slice = cur->scx.slice;
+			return this_cpu;
+		}
+	}
+
+	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (is_idle) {
+		/* The kernel picked an idle CPU from p->cpus_ptr and claimed it: run there now. */
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		stat_add(ST_ENQ_DIRECT_IDLE, 1);
+	}
+	return cpu;
+}
+
+void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	u64 runnext_slice = 0;
+	struct cpu_ctx *cctx;
+	u32 node;
+
+	if (tctx) {
+		runnext_slice = tctx->runnext_slice;
+		tctx->runnext_slice = 0;
+	}
+
+	/* Migration-disabled tasks can run only where they are. */
+	if (is_migration_disabled(p)) {
+		scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags);
+		stat_add(ST_ENQ_PINNED, 1);
+		goto kick_target;
+	}
+
+	/* The task's CPU may have left its mask (affinity change): pick one inside it. */
+	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		cpu = bpf_cpumask_any_distribute(p->cpus_ptr);
+	if (cpu < 0 || cpu >= nr_cpus || cpu >= MAX_CPUS) {
+		scx_bpf_error("enqueue: %s[%d] has no usable CPU (%d)", p->comm, p->pid, cpu);
+		return;
+	}
+	node = node_of(cpu);
+
+	if (p->nr_cpus_allowed == 1) {
+		scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags);
+		stat_add(ST_ENQ_PINNED, 1);
+		goto kick_target;
+	}
+
+	if (enq_flags & SCX_ENQ_REENQ) {
+		/* A higher class took the CPU: let another CPU of the node run it. */
+		scx_bpf_dsq_insert(p, shared_dsq(node), slice_ns, enq_flags);
+		stat_add(ST_ENQ_REENQ, 1);
+		wakep(node, p->cpus_ptr);
+		return;
+	}
+
+	if (!(enq_flags & SCX_ENQ_WAKEUP)) {
+		/* Preempted, slice expired, new or re-queued: the shared queue's tail, as in Go. */
+		scx_bpf_dsq_insert(p, shared_dsq(node), slice_ns, enq_flags);
+		stat_add(ST_ENQ_PREEMPTED, 1);
+		wakep(node, p->cpus_ptr);
+		return;
+	}
+
+	cctx = cpu_ctx(cpu);
+	if (runnext_slice && cctx && cpu == bpf_get_smp_processor_id()) {
+		/* One runnext slot per CPU: a newer wakee takes it; the older one stays queued. */
+		s32 queued = scx_bpf_dsq_nr_queued(cpu);
+
+		cctx->runnext_pid = p->pid;
+		scx_bpf_dsq_insert(p, cpu, runnext_slice, enq_flags | SCX_ENQ_HEAD);
+		stat_add(ST_ENQ_RUNNEXT, 1);
+		/* Other work waits behind the runnext task: let an idle CPU come and steal it. */
+		if (queued > 0)
+			wakep(node, p->cpus_ptr);
+		return;
+	}
+
+	if (scx_bpf_dsq_nr_queued(cpu) >= local_cap) {
+		/*
+		 * The local queue is full. Go moves half of it to the global queue in one batch; a
+		 * DSQ cannot be drained from ops.enqueue (the rq lock is held), so the new task
+		 * alone overflows and thieves rebalance the rest in batches.
+		 */
+		scx_bpf_dsq_insert(p, shared_dsq(node), slice_ns, enq_flags);
+		stat_add(ST_ENQ_OVERFLOW, 1);
+		wakep(node, p->cpus_ptr);
+		return;
+	}
+
+	scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags);
+	stat_add(ST_ENQ_LOCAL, 1);
+
+kick_target:
+	/* Wake the queue's owner if it idles; otherwise one idle CPU that may steal. */
+	if (scx_bpf_test_and_clear_cpu_idle(cpu)) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		stat_add(ST_KICK_IDLE, 1);
+	} else if (p->nr_cpus_allowed > 1) {
+		wakep(node_of(cpu), p->cpus_ptr);
+	}
+}
+
+/* Move up to half of @victim's queue to @cpu: the first task to run now, the rest queued. */
+static u32 steal_from(s32 cpu, s32 victim)
+{
+	struct cpu_ctx *vctx = cpu_ctx(victim);
+	struct task_struct *p;
+	s32 runnext_pid, nq;
+	u32 want, moved = 0;
+
+	if (!vctx)
+		return 0;
+	nq = scx_bpf_dsq_nr_queued(victim);
+	if (nq <= 0)
+		return 0;
+	want = ((u32)nq + 1) / 2;
+	if (want > steal_max)
+		want = steal_max;
+	runnext_pid = vctx->runnext_pid;
+
+	bpf_for_each(scx_dsq, p, victim, 0) {
+		if (moved >= want)
+			break;
+		/* The victim's runnext task runs next there; Go leaves it alone too. */
+		if (runnext_pid && p->pid == runnext_pid && nq > 1)
+			continue;
+		/* Respect the task's CPU mask: only tasks allowed on the thief move. */
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || is_migration_disabled(p))
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, moved ? (u64)cpu : SCX_DSQ_LOCAL, 0))
+			moved++;
+	}
+	return moved;
+}
+
+/* Go's stealWork, topology-aware: same LLC, then same node, then other nodes if worth it. */
+static bool steal(s32 cpu, u32 node)
+{
+	s32 llc_victim = -1, node_victim = -1, remote_victim = -1;
+	u32 llc = cpu_llc[cpu & (MAX_CPUS - 1)], start, i, n;
+	u32 moved;
+
+	start = nr_cpus ? bpf_get_prandom_u32() % nr_cpus : 0;
+	bpf_for(i, 0, nr_cpus) {
+		u32 v = start + i;
+		s32 nq;
+
+		if (v >= nr_cpus)
+			v -= nr_cpus;
+		if (v == cpu || v >= MAX_CPUS)
+			continue;
+		if (cpu_llc[v] == llc) {
+			if (llc_victim >= 0)
+				continue;
+			nq = scx_bpf_dsq_nr_queued(v);
+			if (nq > 0) {
+				llc_victim = v;
+				break;
+			}
+		} else if ((cpu_node[v] & (MAX_NODES - 1)) == node) {
+			if (node_victim >= 0)
+				continue;
+			nq = scx_bpf_dsq_nr_queued(v);
+			if (nq > 0)
+				node_victim = v;
+		} else {
+			if (remote_victim >= 0)
+				continue;
+			nq = scx_bpf_dsq_nr_queued(v);
+			if (nq >= (s32)numa_steal_min)
+				remote_victim = v;
+		}
+	}
+
+	if (llc_victim >= 0 && (moved = steal_from(cpu, llc_victim))) {
+		stat_add(ST_DISP_STEAL_LLC, 1);
+		stat_add(ST_STOLEN_TASKS, moved);
+		return true;
+	}
+	if (node_victim >= 0 && (moved = steal_from(cpu, node_victim))) {
+		stat_add(ST_DISP_STEAL_NODE, 1);
+		stat_add(ST_STOLEN_TASKS, moved);
+		return true;
+	}
+	if (remote_victim >= 0 && (moved = steal_from(cpu, remote_victim))) {
+		stat_add(ST_DISP_STEAL_REMOTE, 1);
+		stat_add(ST_STOLEN_TASKS, moved);
+		return true;
+	}
+	/* Another node's shared queue, when its backlog pays for remote memory. */
+	bpf_for(n, 0, nr_nodes) {
+		if (n == node || n >= MAX_NODES)
+			continue;
+		if (scx_bpf_dsq_nr_queued(shared_dsq(n)) >= (s32)numa_steal_min &&
+		    scx_bpf_dsq_move_to_local(shared_dsq(n), 0)) {
+			stat_add(ST_DISP_STEAL_REMOTE, 1);
+			stat_add(ST_STOLEN_TASKS, 1);
+			return true;
+		}
+	}
+	return false;
+}
+
+void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
+{
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	u32 node = node_of(cpu);
+	bool was_kicked;
+
+	if (!cctx)
+		return;
+	was_kicked = cctx->kicked;
+	if (was_kicked) {
+		cctx->kicked = 0;
+		node_kick_at[node] = 0;
+	}
+	cctx->schedtick++;
+
+	/* Go's fairness tick: serve the shared queue first now and then. */
+	if (fair_tick && cctx->schedtick % fair_tick == 0 &&
+	    scx_bpf_dsq_move_to_local(shared_dsq(node), 0)) {
+		stat_add(ST_DISP_FAIR_TICK, 1);
+		return;
+	}
+	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
+		stat_add(ST_DISP_LOCAL, 1);
+		return;
+	}
+	if (scx_bpf_dsq_move_to_local(shared_dsq(node), 0)) {
+		stat_add(ST_DISP_SHARED, 1);
+		/* A woken CPU that found work passes the baton while work remains (Go's spinning). */
+		if (was_kicked && scx_bpf_dsq_nr_queued(shared_dsq(node)) > 0)
+			wakep_any(node);
+		return;
+	}
+	if (steal(cpu, node)) {
+		if (was_kicked)
+			wakep_any(node);
+		return;
+	}
+	/* Nothing else to run: the previous task keeps the CPU with a fresh slice. */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+		scx_bpf_task_set_slice(prev, slice_ns);
+		stat_add(ST_DISP_KEEP_PREV, 1);
+	}
+}
+
+void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (tctx)
+		tctx->ready_at = scx_bpf_now();
+}
+
+void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	struct task_ctx *tctx = task_ctx(p);
+	u64 now = scx_bpf_now();
+	s32 node = node_of(cpu);
+
+	if (!cctx)
+		return;
+	cctx->running_since = now;
+	cctx->running_pid = p->pid;
+	if (cctx->runnext_pid == p->pid) {
+		cctx->runnext_pid = 0;
+		stat_add(ST_DISP_RUNNEXT, 1);
+	}
+	if (!tctx)
+		return;
+	if (tctx->ready_at) {
+		record_latency(now - tctx->ready_at);
+		tctx->ready_at = 0;
+	}
+	if (tctx->last_cpu >= 0 && tctx->last_cpu != cpu) {
+		stat_add(ST_MIGRATIONS, 1);
+		if (node_of(tctx->last_cpu) != node)
+			stat_add(ST_MIGRATIONS_NODE, 1);
+	}
+	tctx->last_cpu = cpu;
+
+	/* The home node follows the task once it has settled elsewhere (8 runs in a row). */
+	if (tctx->home_node < 0 || tctx->home_node == node) {
+		tctx->home_node = node;
+		tctx->away_runs = 0;
+		stat_add(ST_NUMA_LOCAL, 1);
+	} else {
+		stat_add(ST_NUMA_REMOTE, 1);
+		if (++tctx->away_runs >= 8) {
+			tctx->home_node = node;
+			tctx->away_runs = 0;
+		}
+	}
+}
+
+void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	u64 now = scx_bpf_now();
+
+	if (!cctx)
+		return;
+	if (cctx->running_since && now > cctx->running_since)
+		stat_add(ST_BUSY_NS, now - cctx->running_since);
+	cctx->running_since = 0;
+	cctx->running_pid = 0;
+	if (runnable) {
+		struct task_ctx *tctx = task_ctx(p);
+
+		if (tctx)
+			tctx->ready_at = now;
+		if (p->scx.slice == 0)
+			stat_add(cctx->sysmon_kicked ? ST_PREEMPT_SYSMON : ST_PREEMPT_SLICE, 1);
+	}
+	cctx->sysmon_kicked = 0;
+}
+
+void BPF_STRUCT_OPS(gmp_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	/* A higher class took this CPU: hand what waits in its local DSQ back to ops.enqueue. */
+	scx_bpf_reenqueue_local();
+}
+
+/*
+ * sysmon: Go's retake(). Preempt a CPU whose task has run preempt_ns or more while work waits
+ * for it (its own queue, or its node's shared queue, one CPU per waiting shared task).
+ * Adaptive period: it sleeps until the earliest running task could reach preempt_ns, and
+ * doubles its sleep up to 10 ms while nothing waits.
+ */
+static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
+{
+	u64 now = scx_bpf_now(), next = SYSMON_MAX_NS;
+	s32 budget[MAX_NODES];
+	bool waiting_any = false;
+	u32 cpu, n;
+
+	stat_add(ST_SYSMON_RUNS, 1);
+	bpf_for(n, 0, nr_nodes) {
+		if (n >= MAX_NODES)
+			break;
+		budget[n] = scx_bpf_dsq_nr_queued(shared_dsq(n));
+		if (budget[n] < 0)
+			budget[n] = 0;
+		shared_queued[n] = budget[n];
+		if (budget[n])
+			waiting_any = true;
+	}
+
+	bpf_for(cpu, 0, nr_cpus) {
+		struct cpu_ctx *cctx = cpu_ctx(cpu);
+		u32 node = node_of(cpu);
+		s32 nq = scx_bpf_dsq_nr_queued(cpu);
+		u64 since, ran;
+		bool waits;
+
+		if (!cctx || node >= MAX_NODES)
+			break;
+		cctx->queued = nq > 0 ? nq : 0;
+		waits = nq > 0 || (node < nr_nodes && budget[node] > 0);
+		if (nq > 0)
+			waiting_any = true;
+		since = cctx->running_since;
+		if (!since || !waits || now <= since)
+			continue;
+		ran = now - since;
+		if (ran >= preempt_ns) {
+			if (nq <= 0)
+				budget[node]--;
+			cctx->sysmon_kicked = 1;
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+			stat_add(ST_KICK_PREEMPT, 1);
+		} else if (preempt_ns - ran < next) {
+			next = preempt_ns - ran;
+		}
+	}
+
+	if (sysmon_ns) {
+		next = sysmon_ns;
+	} else if (!waiting_any) {
+		next = sysmon_interval_ns * 2;
+		if (next > SYSMON_MAX_NS)
+			next = SYSMON_MAX_NS;
+	}
+	if (next < SYSMON_MIN_NS)
+		next = SYSMON_MIN_NS;
+	sysmon_interval_ns = next;
+	bpf_timer_start(timer, next, 0);
+	return 0;
+}
+
+s32 BPF_STRUCT_OPS(gmp_init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	struct task_ctx *tctx;
+
+	tctx = bpf_task_storage_get(&task_ctx_stor, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tctx)
+		return -ENOMEM;
+	tctx->home_node = -1;
+	tctx->last_cpu = -1;
+	return 0;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(gmp_init)
+{
+	struct sysmon_timer *st;
+	u32 zero = 0, i;
+	s32 ret;
+
+	if (nr_cpus > MAX_CPUS || nr_nodes > MAX_NODES || !nr_nodes) {
+		scx_bpf_error("unsupported topology: %u CPUs, %u nodes", nr_cpus, nr_nodes);
+		return -EINVAL;
+	}
+	bpf_for(i, 0, nr_cpus) {
+		ret = scx_bpf_create_dsq(i, node_of(i));
+		if (ret) {
+			scx_bpf_error("failed to create cpu_dsq %u: %d", i, ret);
+			return ret;
+		}
+	}
+	bpf_for(i, 0, nr_nodes) {
+		ret = scx_bpf_create_dsq(shared_dsq(i), i);
+		if (ret) {
+			scx_bpf_error("failed to create shared_dsq %u: %d", i, ret);
+			return ret;
+		}
+	}
+
+	st = bpf_map_lookup_elem(&sysmon_timer, &zero);
+	if (!st) {
+		scx_bpf_error("sysmon timer map lookup failed");
+		return -ENOENT;
+	}
+	bpf_timer_init(&st->timer, &sysmon_timer, CLOCK_MONOTONIC);
+	bpf_timer_set_callback(&st->timer, sysmon_fn);
+	sysmon_interval_ns = sysmon_ns ? sysmon_ns : SYSMON_MIN_NS;
+	ret = bpf_timer_start(&st->timer, sysmon_interval_ns, 0);
+	if (ret) {
+		scx_bpf_error("failed to start sysmon: %d", ret);
+		return ret;
+	}
+	return 0;
+}
+
+void BPF_STRUCT_OPS(gmp_exit, struct scx_exit_info *ei)
+{
+	UEI_RECORD(uei, ei);
+}
+
+SCX_OPS_DEFINE(gmp_ops,
+	       .select_cpu = (void *)gmp_select_cpu,
+	       .enqueue = (void *)gmp_enqueue,
+	       .dispatch = (void *)gmp_dispatch,
+	       .runnable = (void *)gmp_runnable,
+	       .running = (void *)gmp_running,
+	       .stopping = (void *)gmp_stopping,
+	       .cpu_release = (void *)gmp_cpu_release,
+	       .init_task = (void *)gmp_init_task,
+	       .init = (void *)gmp_init,
+	       .exit = (void *)gmp_exit,
+	       .flags = SCX_OPS_BUILTIN_IDLE_PER_NODE,
+	       .timeout_ms = 5000,
+	       .name = "scx_gmp");

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Boot a sched_ext kernel in a VM (virtme-ng) and run a command inside it. The host's root
+# filesystem is shared into the guest read-only, so host binaries run there as they are;
+# RESULTS (a host folder) is writable in the guest and is how results come back.
+#
+#   scripts/vm.sh [--kernel VER] [--cpus N] [--nodes M] [--memory MB] [--results DIR] [--verbose] -- CMD...
+#
+# Defaults: 4 CPUs in 2 NUMA nodes (one socket per node, which keeps the guest's topology
+# sane), 2048 MB. Uses KVM when the host's KVM can boot a stock kernel (kvm_intel/kvm_amd),
+# qemu's software emulation otherwise.
+set -euo pipefail
+
+CACHE=${GMP_CACHE:-/var/cache/scx_gmp}
+KVER=${GMP_KERNEL:-6.18.15+deb13-amd64}
+CPUS=4; NODES=2; MEM=2048; RESULTS=""; VERBOSE=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --kernel) KVER=$2; shift 2 ;;
+    --cpus) CPUS=$2; shift 2 ;;
+    --nodes) NODES=$2; shift 2 ;;
+    --memory) MEM=$2; shift 2 ;;
+    --results) RESULTS=$2; shift 2 ;;
+    --verbose) VERBOSE=(-v); shift ;;
+    --) shift; break ;;
+    *) echo "vm.sh: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "vm.sh: no command given (put it after --)" >&2; exit 2; }
+VMLINUZ=$CACHE/kernels/$KVER/vmlinuz
+[ -f "$VMLINUZ" ] || { echo "vm.sh: no kernel at $VMLINUZ; run scripts/setup.sh --kernel $KVER" >&2; exit 1; }
+VNG=$CACHE/venv/bin/vng
+export PATH="$CACHE/venv/bin:$PATH"
+[ -x "$VNG" ] || { echo "vm.sh: virtme-ng missing; run scripts/setup.sh" >&2; exit 1; }
+if [ "$NODES" -lt 1 ] || [ $((CPUS % NODES)) -ne 0 ]; then
+  echo "vm.sh: --cpus ($CPUS) must be a multiple of --nodes ($NODES)" >&2; exit 2
+fi
+
+# KVM only where a stock kernel can boot under it (the PVM flavour here cannot).
+ACCEL=(--disable-kvm)
+if [ -w /dev/kvm ] && grep -qE '^(kvm_intel|kvm_amd) ' /proc/modules 2>/dev/null; then
+  ACCEL=()
+fi
+
+per=$((CPUS / NODES)); mem_per=$((MEM / NODES))
+NUMA=()
+if [ "$NODES" -gt 1 ]; then
+  for ((n = 0; n < NODES; n++)); do
+    NUMA+=(--numa "${mem_per}M,cpus=$((n * per))-$((n * per + per - 1))")
+  done
+fi
+QOPTS="-smp $CPUS,sockets=$NODES,cores=$per,threads=1"
+
+RW=()
+[ -n "$RESULTS" ] && { mkdir -p "$RESULTS"; RW=(--rwdir "$RESULTS"); }
+
+# The command runs through bash -c inside the guest; quote it once here.
+cmd=$(printf '%q ' "$@")
+exec "$VNG" -r "$VMLINUZ" "${ACCEL[@]}" --cpus "$CPUS" --memory "${MEM}M" \
+  --qemu-opts "$QOPTS" "${NUMA[@]}" "${RW[@]}" "${VERBOSE[@]}" --exec "$cmd"

@@ -1,0 +1,134 @@
+//! Command-line flags. Every flag has a default that works on any machine.
+
+use clap::Parser;
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "scx_gmp",
+    version = crate::version::full(),
+    about = "A sched_ext scheduler modelled on Go's GMP runtime scheduler: per-CPU run queues, \
+             runnext, a shared queue per NUMA node, work stealing and a sysmon that preempts \
+             long runners."
+)]
+pub struct Opts {
+    /// Time slice in microseconds (Go preempts after 10 ms).
+    #[arg(short = 's', long, default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub slice_us: u64,
+
+    /// sysmon preempts a task that has run this long while others wait (microseconds).
+    #[arg(long, default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub preempt_us: u64,
+
+    /// Fixed sysmon period in microseconds; 0 adapts it between 20 us and 10 ms like Go's.
+    #[arg(long, default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub sysmon_us: u64,
+
+    /// Most tasks a CPU's local queue holds before new work overflows to the shared queue.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub local_cap: u32,
+
+    /// Serve the shared queue first on every Nth dispatch of a CPU (0 turns it off).
+    #[arg(long, default_value_t = 61, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub fair_tick: u32,
+
+    /// Most tasks one steal moves (a steal takes half of the victim's queue up to this).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub steal_max: u32,
+
+    /// Steal across NUMA nodes only from queues at least this long.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub numa_steal_min: u32,
+
+    /// Do not put synchronously woken tasks in the waker's runnext slot.
+    #[arg(long)]
+    pub no_runnext: bool,
+
+    /// Print stats every N seconds while running.
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub stats: Option<f64>,
+
+    /// Print stats as JSON lines (one object per interval) instead of schedtrace lines.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Size of the kernel's debug dump on an error exit (0: the kernel's default).
+    #[arg(long, default_value_t = 0)]
+    pub exit_dump_len: u32,
+
+    /// Verbose output, including libbpf's.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+}
+
+fn parse_interval(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(0.1..=3600.0).contains(&v) {
+        return Err(format!("{v} is outside 0.1..3600 seconds"));
+    }
+    Ok(v)
+}
+
+/// Parse the arguments; on a usage error return the one-line message to print.
+pub fn parse<I, T>(args: I) -> Result<Opts, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    Opts::try_parse_from(args)
+}
+
+/// The first meaningful line of a clap error, without its "error: " prefix.
+pub fn one_line(err: &clap::Error) -> String {
+    let text = err.to_string();
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
+    line.trim_start_matches("error: ").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Opts, clap::Error> {
+        parse(std::iter::once("scx_gmp").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn defaults_follow_go() {
+        let o = p(&[]).unwrap();
+        assert_eq!(o.slice_us, 10_000);
+        assert_eq!(o.preempt_us, 10_000);
+        assert_eq!(o.local_cap, 256);
+        assert_eq!(o.fair_tick, 61);
+        assert!(!o.no_runnext);
+        assert!(o.stats.is_none());
+    }
+
+    #[test]
+    fn zero_slice_is_rejected_with_one_line() {
+        let e = p(&["--slice-us", "0"]).unwrap_err();
+        let msg = one_line(&e);
+        assert!(msg.contains("--slice-us"), "{msg}");
+        assert!(!msg.contains('\n'));
+    }
+
+    #[test]
+    fn unknown_flag_is_rejected() {
+        let e = p(&["--no-such-flag"]).unwrap_err();
+        assert!(one_line(&e).contains("--no-such-flag"));
+    }
+
+    #[test]
+    fn stats_interval_bounds() {
+        assert_eq!(p(&["--stats", "0.5"]).unwrap().stats, Some(0.5));
+        assert!(p(&["--stats", "0"]).is_err());
+        assert!(p(&["--stats", "abc"]).is_err());
+    }
+
+    #[test]
+    fn short_slice_flag() {
+        assert_eq!(p(&["-s", "5000"]).unwrap().slice_us, 5000);
+    }
+}

@@ -1,0 +1,76 @@
+//! scx_gmp: Go's GMP scheduler model as a sched_ext scheduler. See README.md.
+
+mod bpf_skel;
+mod cli;
+mod preflight;
+mod sched;
+mod stats;
+mod topo;
+mod version;
+
+use anyhow::{Context, Result};
+use log::{info, warn};
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn main() {
+    let opts = match cli::parse(std::env::args_os()) {
+        Ok(o) => o,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                std::process::exit(0);
+            }
+            eprintln!("scx_gmp: {}", cli::one_line(&e));
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(opts) {
+        eprintln!("scx_gmp: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn init_logging(verbose: bool) {
+    let level = if verbose { simplelog::LevelFilter::Debug } else { simplelog::LevelFilter::Info };
+    let cfg = simplelog::ConfigBuilder::new()
+        .set_time_level(simplelog::LevelFilter::Off)
+        .set_target_level(simplelog::LevelFilter::Off)
+        .set_thread_level(simplelog::LevelFilter::Off)
+        .build();
+    let _ = simplelog::TermLogger::init(
+        level,
+        cfg,
+        simplelog::TerminalMode::Stderr,
+        simplelog::ColorChoice::Never,
+    );
+    scx_utils::init_libbpf_logging(None);
+}
+
+fn run(opts: cli::Opts) -> Result<()> {
+    init_logging(opts.verbose);
+    preflight::check_all()?;
+
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let flag = shutdown.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("failed to install the SIGINT/SIGTERM handler")?;
+
+    let started = Instant::now();
+    let mut restarts = 0;
+    loop {
+        let mut open_object = MaybeUninit::uninit();
+        let mut sched = sched::Scheduler::init(&opts, &mut open_object, restarts)?;
+        let uei = sched.run(&opts, &shutdown, started)?;
+        if uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
+            restarts += 1;
+            warn!("the kernel asked for a restart (CPU hotplug): reloading with a fresh topology");
+            continue;
+        }
+        info!("unloaded");
+        return Ok(());
+    }
+}

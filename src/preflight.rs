@@ -1,0 +1,103 @@
+//! Checks made before anything is loaded, each failing with one clear message.
+
+use anyhow::{bail, Result};
+use std::path::Path;
+
+/// Where sched_ext publishes its state.
+pub const SCX_SYSFS: &str = "/sys/kernel/sched_ext";
+
+/// The name of the loaded sched_ext scheduler, if any, read from `root`'s sysfs folder.
+pub fn loaded_scheduler(sysfs: &Path) -> Option<String> {
+    let state = std::fs::read_to_string(sysfs.join("state")).ok()?;
+    if state.trim() == "disabled" {
+        return None;
+    }
+    let ops = std::fs::read_to_string(sysfs.join("root/ops"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    Some(if ops.is_empty() {
+        format!("unknown (sched_ext state is {})", state.trim())
+    } else {
+        ops
+    })
+}
+
+/// Fail unless the kernel has sched_ext and no other scheduler is loaded.
+pub fn check_kernel(sysfs: &Path) -> Result<()> {
+    if !sysfs.join("state").exists() {
+        bail!(
+            "this kernel has no sched_ext ({} is absent): it needs CONFIG_SCHED_CLASS_EXT=y",
+            sysfs.display()
+        );
+    }
+    if let Some(name) = loaded_scheduler(sysfs) {
+        bail!("another sched_ext scheduler is already loaded: {name}");
+    }
+    Ok(())
+}
+
+/// Fail unless running as root (loading BPF schedulers needs CAP_SYS_ADMIN and CAP_BPF).
+pub fn check_root() -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!("must run as root: loading a BPF scheduler needs CAP_SYS_ADMIN");
+    }
+    Ok(())
+}
+
+pub fn check_all() -> Result<()> {
+    check_root()?;
+    check_kernel(Path::new(SCX_SYSFS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake(state: Option<&str>, ops: Option<&str>) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "gmp-preflight-{}-{}",
+            std::process::id(),
+            rand_suffix()
+        ));
+        std::fs::create_dir_all(dir.join("root")).unwrap();
+        if let Some(s) = state {
+            std::fs::write(dir.join("state"), s).unwrap();
+        }
+        if let Some(o) = ops {
+            std::fs::write(dir.join("root/ops"), o).unwrap();
+        }
+        dir
+    }
+
+    fn rand_suffix() -> u64 {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        N.fetch_add(1, Ordering::Relaxed)
+    }
+
+    #[test]
+    fn no_sched_ext_names_the_config() {
+        let d = fake(None, None);
+        let e = check_kernel(&d).unwrap_err().to_string();
+        assert!(e.contains("CONFIG_SCHED_CLASS_EXT"), "{e}");
+    }
+
+    #[test]
+    fn disabled_is_fine() {
+        let d = fake(Some("disabled\n"), None);
+        assert!(check_kernel(&d).is_ok());
+    }
+
+    #[test]
+    fn loaded_scheduler_is_named() {
+        let d = fake(Some("enabled\n"), Some("bpfland_1.0.0\n"));
+        let e = check_kernel(&d).unwrap_err().to_string();
+        assert!(e.contains("bpfland_1.0.0"), "{e}");
+    }
+
+    #[test]
+    fn transitional_state_counts_as_loaded() {
+        let d = fake(Some("enabling\n"), None);
+        assert!(check_kernel(&d).unwrap_err().to_string().contains("enabling"));
+    }
+}

@@ -1,0 +1,358 @@
+//! Counters from the BPF side: interval deltas, latency percentiles, and the two output
+//! formats (a schedtrace-style line and a JSON line).
+
+use serde_json::{json, Value};
+
+/// Counter names in the order of `enum gmp_stat` in bpf/intf.h (checked by a test).
+pub const STAT_NAMES: [&str; NR_STATS] = [
+    "disp_local",
+    "disp_runnext",
+    "disp_shared",
+    "disp_fair_tick",
+    "disp_steal_llc",
+    "disp_steal_node",
+    "disp_steal_remote",
+    "disp_keep_prev",
+    "stolen_tasks",
+    "enq_local",
+    "enq_runnext",
+    "enq_overflow",
+    "enq_preempted",
+    "enq_direct_idle",
+    "enq_pinned",
+    "enq_reenq",
+    "preempt_sysmon",
+    "preempt_slice",
+    "kick_idle",
+    "kick_preempt",
+    "numa_local",
+    "numa_remote",
+    "migrations",
+    "migrations_node",
+    "sysmon_runs",
+    "busy_ns",
+    "lat_sum_us",
+    "lat_count",
+];
+pub const NR_STATS: usize = 28;
+pub const NR_LAT_BUCKETS: usize = 100;
+
+/// Index of a counter by name; the names are fixed at compile time.
+fn idx(name: &str) -> usize {
+    STAT_NAMES.iter().position(|n| *n == name).expect("unknown stat name")
+}
+
+/// One reading of every CPU's counters and histogram.
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    /// Per CPU (index: CPU id), the counters.
+    pub per_cpu: Vec<Vec<u64>>,
+    /// Latency histogram summed over CPUs.
+    pub lat: Vec<u64>,
+}
+
+impl Sample {
+    /// Parse the per-CPU values of the `stats` map (one byte buffer per possible CPU).
+    pub fn from_percpu(bufs: &[Vec<u8>]) -> Self {
+        let mut per_cpu = Vec::with_capacity(bufs.len());
+        let mut lat = vec![0u64; NR_LAT_BUCKETS];
+        for buf in bufs {
+            let words: Vec<u64> = buf
+                .chunks_exact(8)
+                .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect();
+            let mut cnt = vec![0u64; NR_STATS];
+            for (i, v) in words.iter().take(NR_STATS).enumerate() {
+                cnt[i] = *v;
+            }
+            for (i, v) in words.iter().skip(NR_STATS).take(NR_LAT_BUCKETS).enumerate() {
+                lat[i] += *v;
+            }
+            per_cpu.push(cnt);
+        }
+        Self { per_cpu, lat }
+    }
+
+    /// Counters minus an earlier sample's (saturating: a counter never runs backwards, but a
+    /// restarted scheduler starts again from zero).
+    pub fn delta(&self, earlier: &Sample) -> Sample {
+        let per_cpu = self
+            .per_cpu
+            .iter()
+            .enumerate()
+            .map(|(c, cnt)| {
+                cnt.iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        v.saturating_sub(earlier.per_cpu.get(c).and_then(|e| e.get(i)).copied().unwrap_or(0))
+                    })
+                    .collect()
+            })
+            .collect();
+        let lat = self
+            .lat
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v.saturating_sub(earlier.lat.get(i).copied().unwrap_or(0)))
+            .collect();
+        Sample { per_cpu, lat }
+    }
+
+    pub fn total(&self, name: &str) -> u64 {
+        let i = idx(name);
+        self.per_cpu.iter().map(|c| c[i]).sum()
+    }
+
+    pub fn cpu(&self, cpu: usize, name: &str) -> u64 {
+        self.per_cpu.get(cpu).map(|c| c[idx(name)]).unwrap_or(0)
+    }
+}
+
+/// Upper bound (exclusive, in us) of a latency bucket: exact below 4 us, then four buckets
+/// per power of two (the BPF side's lat_bucket()).
+pub fn bucket_upper_us(b: usize) -> u64 {
+    if b < 4 {
+        return b as u64 + 1;
+    }
+    let msb = b / 4 + 1;
+    let sub = (b % 4) as u64;
+    (4 + sub + 1) << (msb - 2)
+}
+
+/// The latency below which a fraction `q` of the samples fall (bucket upper bound), 0 if none.
+pub fn percentile_us(hist: &[u64], q: f64) -> u64 {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return 0;
+    }
+    let target = ((q * total as f64).ceil() as u64).clamp(1, total);
+    let mut cum = 0;
+    for (b, n) in hist.iter().enumerate() {
+        cum += n;
+        if cum >= target {
+            return bucket_upper_us(b);
+        }
+    }
+    bucket_upper_us(hist.len() - 1)
+}
+
+pub fn max_us(hist: &[u64]) -> u64 {
+    hist.iter().rposition(|&n| n > 0).map(bucket_upper_us).unwrap_or(0)
+}
+
+/// Instantaneous state read alongside the counters.
+#[derive(Debug, Clone, Default)]
+pub struct Gauges {
+    /// CPUs scx_gmp dispatches ordinary work to.
+    pub procs: Vec<usize>,
+    /// Of those, CPUs running no scx_gmp task right now.
+    pub idle_procs: usize,
+    /// cpu_dsq length per CPU (index: CPU id).
+    pub local_queued: Vec<u32>,
+    /// shared_dsq length per node.
+    pub shared_queued: Vec<u32>,
+    /// How many times the scheduler was reloaded (CPU hotplug).
+    pub restarts: u64,
+}
+
+/// One interval's report.
+pub struct Report<'a> {
+    pub elapsed_ms: u64,
+    pub interval_s: f64,
+    pub d: &'a Sample,
+    pub g: &'a Gauges,
+}
+
+impl Report<'_> {
+    fn local_of_procs(&self) -> Vec<u32> {
+        self.g.procs.iter().map(|&c| self.g.local_queued.get(c).copied().unwrap_or(0)).collect()
+    }
+
+    pub fn numa_local_pct(&self) -> f64 {
+        let l = self.d.total("numa_local") as f64;
+        let r = self.d.total("numa_remote") as f64;
+        if l + r == 0.0 {
+            100.0
+        } else {
+            100.0 * l / (l + r)
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        let d = self.d;
+        let t = |n: &str| d.total(n);
+        json!({
+            "ts_ms": self.elapsed_ms,
+            "interval_s": self.interval_s,
+            "procs": self.g.procs.len(),
+            "idle_procs": self.g.idle_procs,
+            "shared_queued": self.g.shared_queued.iter().map(|&v| v as u64).sum::<u64>(),
+            "shared_queued_per_node": self.g.shared_queued,
+            "local_queued": self.local_of_procs(),
+            "dispatch": {
+                "runnext": t("disp_runnext"),
+                "local": t("disp_local"),
+                "shared": t("disp_shared"),
+                "fair_tick": t("disp_fair_tick"),
+                "steal_llc": t("disp_steal_llc"),
+                "steal_node": t("disp_steal_node"),
+                "steal_remote": t("disp_steal_remote"),
+                "keep_prev": t("disp_keep_prev"),
+            },
+            "stolen_tasks": t("stolen_tasks"),
+            "enqueue": {
+                "local": t("enq_local"),
+                "runnext": t("enq_runnext"),
+                "overflow": t("enq_overflow"),
+                "preempted": t("enq_preempted"),
+                "direct_idle": t("enq_direct_idle"),
+                "pinned": t("enq_pinned"),
+                "reenq": t("enq_reenq"),
+            },
+            "preempt": { "sysmon": t("preempt_sysmon"), "slice": t("preempt_slice") },
+            "kicks": { "idle": t("kick_idle"), "preempt": t("kick_preempt") },
+            "numa": {
+                "local": t("numa_local"),
+                "remote": t("numa_remote"),
+                "migrations": t("migrations"),
+                "migrations_node": t("migrations_node"),
+            },
+            "latency_us": {
+                "p50": percentile_us(&d.lat, 0.50),
+                "p99": percentile_us(&d.lat, 0.99),
+                "max": max_us(&d.lat),
+                "samples": t("lat_count"),
+            },
+            "busy_pct": self.g.procs.iter().map(|&c| self.busy_pct(c)).collect::<Vec<_>>(),
+            "sysmon_runs": t("sysmon_runs"),
+            "restarts": self.g.restarts,
+        })
+    }
+
+    /// Share of the interval CPU `c` spent running scx_gmp tasks, in percent.
+    pub fn busy_pct(&self, c: usize) -> f64 {
+        let ns = self.d.cpu(c, "busy_ns") as f64;
+        let pct = 100.0 * ns / (self.interval_s * 1e9);
+        (pct.min(100.0) * 10.0).round() / 10.0
+    }
+
+    /// Go's schedtrace line, with scx_gmp's own fields.
+    pub fn to_schedtrace(&self) -> String {
+        let d = self.d;
+        let t = |n: &str| d.total(n);
+        let local: Vec<String> = self.local_of_procs().iter().map(|v| v.to_string()).collect();
+        let steals = t("disp_steal_llc") + t("disp_steal_node") + t("disp_steal_remote");
+        format!(
+            "SCHED {}ms: procs={} idle={} runqueue={} [{}] runnext={} local={} shared={} \
+             fair={} steals={}/{} preempt={}+{} kicks={} numa={:.0}% p50={}us p99={}us max={}us",
+            self.elapsed_ms,
+            self.g.procs.len(),
+            self.g.idle_procs,
+            self.g.shared_queued.iter().map(|&v| v as u64).sum::<u64>(),
+            local.join(" "),
+            t("disp_runnext"),
+            t("disp_local"),
+            t("disp_shared"),
+            t("disp_fair_tick"),
+            steals,
+            t("stolen_tasks"),
+            t("preempt_sysmon"),
+            t("preempt_slice"),
+            t("kick_idle"),
+            self.numa_local_pct(),
+            percentile_us(&d.lat, 0.50),
+            percentile_us(&d.lat, 0.99),
+            max_us(&d.lat),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_the_bpf_enum() {
+        let h = include_str!("../bpf/intf.h");
+        let start = h.find("enum gmp_stat").unwrap();
+        let end = h[start..].find("GMP_NR_STATS").unwrap() + start;
+        let names: Vec<String> = h[start..end]
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("ST_"))
+            .map(|l| l.split(',').next().unwrap().to_lowercase())
+            .collect();
+        assert_eq!(names, STAT_NAMES.to_vec());
+    }
+
+    #[test]
+    fn bucket_bounds_match_bpf_bucketing() {
+        // The BPF side's lat_bucket(), written again here to check the inverse.
+        fn bucket(us: u64) -> usize {
+            if us < 4 {
+                return us as usize;
+            }
+            let msb = 63 - us.leading_zeros() as u64;
+            let b = (msb - 1) * 4 + ((us >> (msb - 2)) & 3);
+            (b as usize).min(NR_LAT_BUCKETS - 1)
+        }
+        for us in 0..100_000u64 {
+            let b = bucket(us);
+            assert!(us < bucket_upper_us(b), "us={us} b={b}");
+            if b > 0 {
+                assert!(us >= bucket_upper_us(b - 1), "us={us} b={b}");
+            }
+        }
+    }
+
+    #[test]
+    fn percentiles() {
+        let mut h = vec![0u64; NR_LAT_BUCKETS];
+        h[1] = 98; // 1 us
+        h[20] = 1; // 64..80 us
+        h[30] = 1;
+        assert_eq!(percentile_us(&h, 0.5), 2);
+        assert_eq!(percentile_us(&h, 0.99), bucket_upper_us(20));
+        assert_eq!(max_us(&h), bucket_upper_us(30));
+        assert_eq!(percentile_us(&vec![0; NR_LAT_BUCKETS], 0.99), 0);
+    }
+
+    fn sample(v: u64) -> Sample {
+        let mut buf = Vec::new();
+        for i in 0..(NR_STATS + NR_LAT_BUCKETS) {
+            buf.extend_from_slice(&(v * (i as u64 + 1)).to_ne_bytes());
+        }
+        Sample::from_percpu(&[buf.clone(), buf])
+    }
+
+    #[test]
+    fn deltas_and_totals() {
+        let a = sample(1);
+        let b = sample(3);
+        let d = b.delta(&a);
+        assert_eq!(d.total("disp_local"), 2 * 2);
+        assert_eq!(d.cpu(1, "disp_runnext"), 2 * 2);
+        assert_eq!(d.lat[0], 2 * 2 * (NR_STATS as u64 + 1));
+        // A restart resets counters: no underflow.
+        assert_eq!(a.delta(&b).total("disp_local"), 0);
+    }
+
+    #[test]
+    fn report_formats() {
+        let d = sample(1);
+        let g = Gauges {
+            procs: vec![0, 1],
+            idle_procs: 1,
+            local_queued: vec![3, 0],
+            shared_queued: vec![2],
+            restarts: 0,
+        };
+        let r = Report { elapsed_ms: 1000, interval_s: 1.0, d: &d, g: &g };
+        let line = r.to_schedtrace();
+        assert!(line.starts_with("SCHED 1000ms: procs=2 idle=1 runqueue=2 [3 0]"), "{line}");
+        let j = r.to_json();
+        assert_eq!(j["procs"], 2);
+        assert_eq!(j["local_queued"], json!([3, 0]));
+        assert_eq!(j["dispatch"]["local"], 2);
+        assert!(j["latency_us"]["p99"].as_u64().is_some());
+    }
+}

@@ -1,0 +1,152 @@
+//! The CPU topology as scx_gmp uses it: which node and LLC each CPU belongs to.
+
+use anyhow::{bail, Context, Result};
+use std::fmt::Write as _;
+
+/// Limits compiled into the BPF side (bpf/intf.h).
+pub const MAX_CPUS: usize = 512;
+pub const MAX_NODES: usize = 64;
+
+/// One online CPU's place in the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuPlace {
+    pub cpu: usize,
+    pub core: usize,
+    pub llc: usize,
+    pub node: usize,
+}
+
+/// What the BPF side needs: per-CPU node and LLC ids, indexed by CPU id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopoMaps {
+    /// Highest possible CPU id + 1 (the kernel's nr_cpu_ids).
+    pub nr_cpu_ids: usize,
+    /// Highest node id + 1.
+    pub nr_nodes: usize,
+    pub cpu_node: Vec<u32>,
+    pub cpu_llc: Vec<u32>,
+    /// Online CPUs, sorted.
+    pub online: Vec<usize>,
+    /// Node id -> its online CPUs.
+    pub node_cpus: Vec<Vec<usize>>,
+}
+
+impl TopoMaps {
+    /// Build the maps from the online CPUs. CPUs that are possible but offline keep node 0 and
+    /// an LLC of their own: nothing is queued on them while they are offline.
+    pub fn build(nr_cpu_ids: usize, places: &[CpuPlace]) -> Result<Self> {
+        if places.is_empty() {
+            bail!("the topology lists no online CPU");
+        }
+        if nr_cpu_ids > MAX_CPUS {
+            bail!("{nr_cpu_ids} possible CPUs: scx_gmp supports at most {MAX_CPUS}");
+        }
+        let mut cpu_node = vec![0u32; nr_cpu_ids];
+        let mut cpu_llc: Vec<u32> = (0..nr_cpu_ids).map(|c| (MAX_CPUS + c) as u32).collect();
+        let mut nr_nodes = 0;
+        let mut online = Vec::with_capacity(places.len());
+        for p in places {
+            if p.cpu >= nr_cpu_ids {
+                bail!("CPU {} is beyond nr_cpu_ids {nr_cpu_ids}", p.cpu);
+            }
+            if p.node >= MAX_NODES {
+                bail!("NUMA node {}: scx_gmp supports node ids below {MAX_NODES}", p.node);
+            }
+            cpu_node[p.cpu] = p.node as u32;
+            cpu_llc[p.cpu] = p.llc as u32;
+            nr_nodes = nr_nodes.max(p.node + 1);
+            online.push(p.cpu);
+        }
+        online.sort_unstable();
+        online.dedup();
+        let mut node_cpus = vec![Vec::new(); nr_nodes];
+        for &c in &online {
+            node_cpus[cpu_node[c] as usize].push(c);
+        }
+        Ok(Self { nr_cpu_ids, nr_nodes, cpu_node, cpu_llc, online, node_cpus })
+    }
+
+    /// Read the machine's topology (sysfs, through scx_utils).
+    pub fn from_system() -> Result<Self> {
+        let topo = scx_utils::Topology::new().context("failed to read the CPU topology")?;
+        let places: Vec<CpuPlace> = topo
+            .all_cpus
+            .values()
+            .map(|c| CpuPlace { cpu: c.id, core: c.core_id, llc: c.llc_id, node: c.node_id })
+            .collect();
+        Self::build(*scx_utils::NR_CPU_IDS, &places)
+    }
+
+    /// A one-screen summary: each node with its CPUs.
+    pub fn summary(&self) -> String {
+        let mut s = format!("{} online CPUs in {} NUMA node(s):", self.online.len(), self.nr_nodes);
+        for (n, cpus) in self.node_cpus.iter().enumerate() {
+            if !cpus.is_empty() {
+                let _ = write!(s, " node{n}=[{}]", cpulist(cpus));
+            }
+        }
+        s
+    }
+}
+
+/// Format CPU ids as a compact list: 0-3,8,10-11.
+pub fn cpulist(cpus: &[usize]) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+        i += 1;
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(cpu: usize, core: usize, llc: usize, node: usize) -> CpuPlace {
+        CpuPlace { cpu, core, llc, node }
+    }
+
+    #[test]
+    fn two_nodes_of_two() {
+        let t = TopoMaps::build(
+            4,
+            &[place(0, 0, 0, 0), place(1, 1, 0, 0), place(2, 2, 1, 1), place(3, 3, 1, 1)],
+        )
+        .unwrap();
+        assert_eq!(t.nr_nodes, 2);
+        assert_eq!(t.cpu_node, vec![0, 0, 1, 1]);
+        assert_eq!(t.cpu_llc, vec![0, 0, 1, 1]);
+        assert_eq!(t.node_cpus, vec![vec![0, 1], vec![2, 3]]);
+        assert_eq!(t.summary(), "4 online CPUs in 2 NUMA node(s): node0=[0-1] node1=[2-3]");
+    }
+
+    #[test]
+    fn offline_cpu_gets_a_private_llc() {
+        let t = TopoMaps::build(4, &[place(0, 0, 0, 0), place(1, 1, 0, 0), place(3, 3, 0, 0)])
+            .unwrap();
+        assert_eq!(t.online, vec![0, 1, 3]);
+        assert_ne!(t.cpu_llc[2], t.cpu_llc[0]);
+    }
+
+    #[test]
+    fn too_many_cpus_is_an_error() {
+        assert!(TopoMaps::build(MAX_CPUS + 1, &[place(0, 0, 0, 0)]).is_err());
+        assert!(TopoMaps::build(4, &[]).is_err());
+        assert!(TopoMaps::build(2, &[place(2, 0, 0, 0)]).is_err());
+    }
+
+    #[test]
+    fn cpulist_compacts_ranges() {
+        assert_eq!(cpulist(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(cpulist(&[5]), "5");
+        assert_eq!(cpulist(&[]), "");
+    }
+}
