@@ -106,18 +106,40 @@ static __always_inline void stat_add(u32 idx, u64 v)
 		s->cnt[idx] += v;
 }
 
+/*
+ * Array indexes: clamp with a mask after an opaque barrier, so the compiler cannot drop the
+ * mask and the verifier sees the bound on the very register used for the access.
+ */
+static __always_inline u32 cpu_idx(u32 c)
+{
+	barrier_var(c);
+	return c & (MAX_CPUS - 1);
+}
+
+static __always_inline u32 node_idx(u32 n)
+{
+	barrier_var(n);
+	return n & (MAX_NODES - 1);
+}
+
+/* CPU ids index arrays as unsigned values: a negative id becomes large and fails the bound. */
 static __always_inline struct cpu_ctx *cpu_ctx(s32 cpu)
 {
-	if (cpu < 0 || cpu >= MAX_CPUS)
+	u32 c = cpu;
+
+	if (c >= MAX_CPUS)
 		return NULL;
-	return &cpu_ctxs[cpu];
+	/* The mask repeats the bound in a form the verifier cannot lose across registers. */
+	return &cpu_ctxs[cpu_idx(c)];
 }
 
 static __always_inline u32 node_of(s32 cpu)
 {
-	if (cpu < 0 || cpu >= MAX_CPUS)
+	u32 c = cpu;
+
+	if (c >= MAX_CPUS)
 		return 0;
-	return cpu_node[cpu] & (MAX_NODES - 1);
+	return cpu_node[cpu_idx(c)] & (MAX_NODES - 1);
 }
 
 static __always_inline u64 shared_dsq(u32 node)
@@ -164,6 +186,7 @@ static void record_latency(u64 lat_ns)
 	if (!s)
 		return;
 	b = lat_bucket(us);
+	barrier_var(b);
 	if (b < NR_LAT_BUCKETS)
 		s->lat[b]++;
 	s->cnt[ST_LAT_SUM_US] += us;
@@ -183,14 +206,14 @@ static void wakep(u32 node, const struct cpumask *allowed)
 	struct cpu_ctx *cctx;
 	s32 cpu;
 
-	node &= MAX_NODES - 1;
+	node = node_idx(node);
 	last = node_kick_at[node];
 	if (last && now - last < WAKEP_PENDING_NS)
 		return;
 	cpu = __COMPAT_scx_bpf_pick_idle_cpu_node(allowed, node, 0);
 	if (cpu < 0)
 		return;
-	node_kick_at[node_of(cpu)] = now;
+	node_kick_at[node_idx(node_of(cpu))] = now;
 	cctx = cpu_ctx(cpu);
 	if (cctx)
 		cctx->kicked = 1;
@@ -330,11 +353,16 @@ kick_target:
 	}
 }
 
-/* Move up to half of @victim's queue to @cpu: the first task to run now, the rest queued. */
-static u32 steal_from(s32 cpu, s32 victim)
+/*
+ * Move up to half of @victim's queue to @cpu: the first task to run now, the rest queued.
+ * A global (separately verified) function, so the verifier checks the DSQ walk once instead
+ * of once per path through ops.dispatch.
+ */
+__noinline u32 steal_from(s32 cpu, s32 victim)
 {
 	struct cpu_ctx *vctx = cpu_ctx(victim);
 	struct task_struct *p;
+	u64 target = SCX_DSQ_LOCAL;
 	s32 runnext_pid, nq;
 	u32 want, moved = 0;
 
@@ -349,25 +377,30 @@ static u32 steal_from(s32 cpu, s32 victim)
 	runnext_pid = vctx->runnext_pid;
 
 	bpf_for_each(scx_dsq, p, victim, 0) {
-		if (moved >= want)
-			break;
 		/* The victim's runnext task runs next there; Go leaves it alone too. */
 		if (runnext_pid && p->pid == runnext_pid && nq > 1)
 			continue;
 		/* Respect the task's CPU mask: only tasks allowed on the thief move. */
 		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || is_migration_disabled(p))
 			continue;
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, moved ? (u64)cpu : SCX_DSQ_LOCAL, 0))
-			moved++;
+		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, target, 0))
+			continue;
+		/* The first task runs now; the rest wait in the thief's own queue. */
+		target = cpu;
+		if (++moved >= want)
+			break;
 	}
 	return moved;
 }
 
-/* Go's stealWork, topology-aware: same LLC, then same node, then other nodes if worth it. */
-static bool steal(s32 cpu, u32 node)
+/*
+ * Go's stealWork, topology-aware: same LLC, then same node, then other nodes if worth it.
+ * Global for the same reason as steal_from(). Returns 1 if a task was moved to @cpu.
+ */
+__noinline int steal(s32 cpu, u32 node)
 {
 	s32 llc_victim = -1, node_victim = -1, remote_victim = -1;
-	u32 llc = cpu_llc[cpu & (MAX_CPUS - 1)], start, i, n;
+	u32 llc = cpu_llc[cpu_idx(cpu)], start, i, n;
 	u32 moved;
 
 	start = nr_cpus ? bpf_get_prandom_u32() % nr_cpus : 0;
@@ -379,6 +412,7 @@ static bool steal(s32 cpu, u32 node)
 			v -= nr_cpus;
 		if (v == cpu || v >= MAX_CPUS)
 			continue;
+		v = cpu_idx(v);
 		if (cpu_llc[v] == llc) {
 			if (llc_victim >= 0)
 				continue;
@@ -405,17 +439,17 @@ static bool steal(s32 cpu, u32 node)
 	if (llc_victim >= 0 && (moved = steal_from(cpu, llc_victim))) {
 		stat_add(ST_DISP_STEAL_LLC, 1);
 		stat_add(ST_STOLEN_TASKS, moved);
-		return true;
+		return 1;
 	}
 	if (node_victim >= 0 && (moved = steal_from(cpu, node_victim))) {
 		stat_add(ST_DISP_STEAL_NODE, 1);
 		stat_add(ST_STOLEN_TASKS, moved);
-		return true;
+		return 1;
 	}
 	if (remote_victim >= 0 && (moved = steal_from(cpu, remote_victim))) {
 		stat_add(ST_DISP_STEAL_REMOTE, 1);
 		stat_add(ST_STOLEN_TASKS, moved);
-		return true;
+		return 1;
 	}
 	/* Another node's shared queue, when its backlog pays for remote memory. */
 	bpf_for(n, 0, nr_nodes) {
@@ -425,10 +459,10 @@ static bool steal(s32 cpu, u32 node)
 		    scx_bpf_dsq_move_to_local(shared_dsq(n), 0)) {
 			stat_add(ST_DISP_STEAL_REMOTE, 1);
 			stat_add(ST_STOLEN_TASKS, 1);
-			return true;
+			return 1;
 		}
 	}
-	return false;
+	return 0;
 }
 
 void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
@@ -442,7 +476,7 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 	was_kicked = cctx->kicked;
 	if (was_kicked) {
 		cctx->kicked = 0;
-		node_kick_at[node] = 0;
+		node_kick_at[node_idx(node)] = 0;
 	}
 	cctx->schedtick++;
 
@@ -564,7 +598,7 @@ void BPF_STRUCT_OPS(gmp_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 {
 	u64 now = scx_bpf_now(), next = SYSMON_MAX_NS;
-	s32 budget[MAX_NODES];
+	s32 budget[MAX_NODES] = {};
 	bool waiting_any = false;
 	u32 cpu, n;
 
@@ -572,11 +606,13 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 	bpf_for(n, 0, nr_nodes) {
 		if (n >= MAX_NODES)
 			break;
-		budget[n] = scx_bpf_dsq_nr_queued(shared_dsq(n));
-		if (budget[n] < 0)
-			budget[n] = 0;
-		shared_queued[n] = budget[n];
-		if (budget[n])
+		s32 q = scx_bpf_dsq_nr_queued(shared_dsq(n));
+
+		if (q < 0)
+			q = 0;
+		budget[node_idx(n)] = q;
+		shared_queued[node_idx(n)] = q;
+		if (q)
 			waiting_any = true;
 	}
 
@@ -590,6 +626,7 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 		if (!cctx || node >= MAX_NODES)
 			break;
 		cctx->queued = nq > 0 ? nq : 0;
+		node = node_idx(node);
 		waits = nq > 0 || (node < nr_nodes && budget[node] > 0);
 		if (nq > 0)
 			waiting_any = true;
@@ -599,7 +636,7 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 		ran = now - since;
 		if (ran >= preempt_ns) {
 			if (nq <= 0)
-				budget[node]--;
+				budget[node_idx(node)]--;
 			cctx->sysmon_kicked = 1;
 			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 			stat_add(ST_KICK_PREEMPT, 1);

@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-CACHE=${GMP_CACHE:-/var/cache/scx_gmp}
+CACHE=${GMP_CACHE:-/opt/scx_gmp}
 say() { printf '[setup] %s\n' "$*"; }
 
 [ "$(id -u)" = 0 ] || { echo "setup.sh: must run as root" >&2; exit 1; }

@@ -10,7 +10,7 @@
 # qemu's software emulation otherwise.
 set -euo pipefail
 
-CACHE=${GMP_CACHE:-/var/cache/scx_gmp}
+CACHE=${GMP_CACHE:-/opt/scx_gmp}
 KVER=${GMP_KERNEL:-6.18.15+deb13-amd64}
 CPUS=4; NODES=2; MEM=2048; RESULTS=""; VERBOSE=()
 while [ $# -gt 0 ]; do
@@ -53,7 +53,11 @@ QOPTS="-smp $CPUS,sockets=$NODES,cores=$per,threads=1"
 RW=()
 [ -n "$RESULTS" ] && { mkdir -p "$RESULTS"; RW=(--rwdir "$RESULTS"); }
 
+# libbpf resolves the scheduler's kconfig externs from /boot/config-$(uname -r); the guest
+# shares the host's root, which lacks that file, so lay it over a guest-only tmpfs /boot.
+CONFIG=$CACHE/kernels/$KVER/config
+prelude="mount -t tmpfs -o size=16m tmpfs /boot && cp $(printf '%q' "$CONFIG") /boot/config-\$(uname -r);"
 # The command runs through bash -c inside the guest; quote it once here.
-cmd=$(printf '%q ' "$@")
+cmd="$prelude $(printf '%q ' "$@")"
 exec "$VNG" -r "$VMLINUZ" "${ACCEL[@]}" --cpus "$CPUS" --memory "${MEM}M" \
   --qemu-opts "$QOPTS" "${NUMA[@]}" "${RW[@]}" "${VERBOSE[@]}" --exec "$cmd"

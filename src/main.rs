@@ -47,7 +47,20 @@ fn init_logging(verbose: bool) {
         simplelog::TerminalMode::Stderr,
         simplelog::ColorChoice::Never,
     );
-    scx_utils::init_libbpf_logging(None);
+    // libbpf's warnings are worth seeing; its info lines (struct_ops members this kernel
+    // lacks, and so on) only with -v.
+    libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, libbpf_log)));
+}
+
+fn libbpf_log(level: libbpf_rs::PrintLevel, msg: String) {
+    let msg = msg.trim_end();
+    match level {
+        // struct_ops maps are attached by scx_ops_attach!, not by the skeleton: not a fault.
+        libbpf_rs::PrintLevel::Warn if !msg.contains("skeleton link is uninitialized") => {
+            warn!("{msg}")
+        }
+        _ => log::debug!("{msg}"),
+    }
 }
 
 fn run(opts: cli::Opts) -> Result<()> {

@@ -40,12 +40,20 @@ impl<'a> Scheduler<'a> {
         let topo = TopoMaps::from_system()?;
         info!("{}", topo.summary());
 
-        let mut builder = BpfSkelBuilder::default();
-        builder.obj_builder.debug(opts.verbose);
+        // libbpf's messages reach the log through scx_utils (init_libbpf_logging), so the
+        // builder's own debug switch, which would silence or redirect them, is left alone.
+        let builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(builder, open_object, gmp_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)
             .context("failed to open the BPF scheduler")?;
 
         skel.struct_ops.gmp_ops_mut().exit_dump_len = opts.exit_dump_len;
+        // Developer aid: GMP_VERIFIER_STATS=1 with -v logs the verifier's cost per program.
+        if std::env::var_os("GMP_VERIFIER_STATS").is_some() {
+            use libbpf_rs::skel::OpenSkel;
+            for mut prog in skel.open_object_mut().progs_mut() {
+                prog.set_log_level(4);
+            }
+        }
         let rodata = skel.maps.rodata_data.as_mut().context("no rodata in the BPF object")?;
         rodata.nr_cpus = topo.nr_cpu_ids as u32;
         rodata.nr_nodes = topo.nr_nodes as u32;
