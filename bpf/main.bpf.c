@@ -306,10 +306,26 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	if (!(enq_flags & SCX_ENQ_WAKEUP)) {
-		/* Preempted, slice expired, new or re-queued: the shared queue's tail, as in Go. */
+	if (!(enq_flags & SCX_ENQ_WAKEUP) && p->scx.slice == 0) {
+		/*
+		 * Preempted (slice used up, sysmon kick) or yielded: the shared queue's tail, as
+		 * Go does with preempted goroutines, so a long runner lets others go first.
+		 */
 		scx_bpf_dsq_insert(p, shared_dsq(node), slice_ns, enq_flags);
 		stat_add(ST_ENQ_PREEMPTED, 1);
+		wakep(node, p->cpus_ptr);
+		return;
+	}
+	/* Wakeups, new tasks and tasks re-queued by an attribute change use the local queue. */
+
+	if (scx_bpf_dsq_nr_queued(cpu) >= local_cap) {
+		/*
+		 * The local queue is full. Go moves half of it to the global queue in one batch; a
+		 * DSQ cannot be drained from ops.enqueue (the rq lock is held), so the new task
+		 * alone overflows and thieves rebalance the rest in batches.
+		 */
+		scx_bpf_dsq_insert(p, shared_dsq(node), slice_ns, enq_flags);
+		stat_add(ST_ENQ_OVERFLOW, 1);
 		wakep(node, p->cpus_ptr);
 		return;
 	}
@@ -325,18 +341,6 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 		/* Other work waits behind the runnext task: let an idle CPU come and steal it. */
 		if (queued > 0)
 			wakep(node, p->cpus_ptr);
-		return;
-	}
-
-	if (scx_bpf_dsq_nr_queued(cpu) >= local_cap) {
-		/*
-		 * The local queue is full. Go moves half of it to the global queue in one batch; a
-		 * DSQ cannot be drained from ops.enqueue (the rq lock is held), so the new task
-		 * alone overflows and thieves rebalance the rest in batches.
-		 */
-		scx_bpf_dsq_insert(p, shared_dsq(node), slice_ns, enq_flags);
-		stat_add(ST_ENQ_OVERFLOW, 1);
-		wakep(node, p->cpus_ptr);
 		return;
 	}
 
@@ -391,6 +395,22 @@ __noinline u32 steal_from(s32 cpu, s32 victim)
 			break;
 	}
 	return moved;
+}
+
+/* How long the task at the head of @dsq_id has waited; 0 if the queue is empty. */
+static u64 head_wait_ns(u64 dsq_id, u64 now)
+{
+	struct task_struct *p;
+	u64 wait = 0;
+
+	bpf_for_each(scx_dsq, p, dsq_id, 0) {
+		struct task_ctx *tctx = task_ctx(p);
+
+		if (tctx && tctx->ready_at && now > tctx->ready_at)
+			wait = now - tctx->ready_at;
+		break;
+	}
+	return wait;
 }
 
 /*
@@ -451,11 +471,20 @@ __noinline int steal(s32 cpu, u32 node)
 		stat_add(ST_STOLEN_TASKS, moved);
 		return 1;
 	}
-	/* Another node's shared queue, when its backlog pays for remote memory. */
+	/*
+	 * Another node's shared queue, when its backlog pays for remote memory, or when its head
+	 * has waited two slices (so an imbalance of one task cannot starve it for long).
+	 */
 	bpf_for(n, 0, nr_nodes) {
+		s32 nq;
+
 		if (n == node || n >= MAX_NODES)
 			continue;
-		if (scx_bpf_dsq_nr_queued(shared_dsq(n)) >= (s32)numa_steal_min &&
+		nq = scx_bpf_dsq_nr_queued(shared_dsq(n));
+		if (nq <= 0)
+			continue;
+		if ((nq >= (s32)numa_steal_min ||
+		     head_wait_ns(shared_dsq(n), scx_bpf_now()) >= 2 * slice_ns) &&
 		    scx_bpf_dsq_move_to_local(shared_dsq(n), 0)) {
 			stat_add(ST_DISP_STEAL_REMOTE, 1);
 			stat_add(ST_STOLEN_TASKS, 1);

@@ -1,0 +1,141 @@
+# GMP run-queue model cases: runnext, sysmon fairness, steal-half, overflow, fair tick, and
+# robustness under affinity and policy races. Each asserts on scx_gmp's counters (JSON stats)
+# and on what the tasks experienced.
+
+t_runnext() {
+  start_sched runnext --stats 1 --json || { fail runnext "did not load"; return; }
+  perf bench sched pipe -l 30000 > "$LOGS/runnext-pipe.log" 2>&1; local prc=$?
+  sleep 1.5
+  stop_sched INT
+  local f=$LOGS/runnext.out rn loc sh ft st di total share
+  rn=$(json_sum "$f" dispatch.runnext); loc=$(json_sum "$f" dispatch.local)
+  sh=$(json_sum "$f" dispatch.shared); ft=$(json_sum "$f" dispatch.fair_tick)
+  st=$(( $(json_sum "$f" dispatch.steal_llc) + $(json_sum "$f" dispatch.steal_node) + $(json_sum "$f" dispatch.steal_remote) ))
+  di=$(json_sum "$f" enqueue.direct_idle)
+  total=$((loc + sh + ft + st + di))
+  share=$(awk -v a="$rn" -v b="$total" 'BEGIN { printf "%.2f", b ? a / b : 0 }')
+  local usec; usec=$(awk '/usecs\/op/ { print $1 }' "$LOGS/runnext-pipe.log")
+  if [ "$prc" -ne 0 ]; then fail runnext "perf bench exit $prc"
+  elif [ "$SCHED_RC" -ne 0 ]; then fail runnext "scheduler exit $SCHED_RC"
+  elif awk -v s="$share" 'BEGIN { exit !(s < 0.5) }'; then fail runnext "runnext share $share of $total task starts (want >= 0.5)"
+  else pass runnext "pipe ping-pong: $rn of $total task starts through runnext (share $share), $usec us/op"
+  fi
+}
+
+t_sysmon_fair() {
+  local n=$((NCPU + 1)) dur=20 pids=() times=() i j sysmon
+  start_sched sysmon --stats 1 --json || { fail sysmon_fair "did not load"; return; }
+  for ((i = 0; i < n; i++)); do spin & pids+=($!); done
+  sleep "$dur"
+  for i in "${pids[@]}"; do times+=("$(cputime "$i")"); done
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  stop_sched INT
+  j=$(jain "${times[@]}")
+  sysmon=$(json_sum "$LOGS/sysmon.out" preempt.sysmon)
+  if [ "$SCHED_RC" -ne 0 ]; then fail sysmon_fair "scheduler exit $SCHED_RC"
+  elif [ "$sysmon" -le 0 ]; then fail sysmon_fair "no sysmon preemptions (cpu times ${times[*]})"
+  elif awk -v j="$j" 'BEGIN { exit !(j < 0.95) }'; then fail sysmon_fair "Jain $j < 0.95 (cpu ticks ${times[*]})"
+  else pass sysmon_fair "$n hogs on $NCPU CPUs: Jain $j, cpu ticks ${times[*]}, sysmon preemptions $sysmon"
+  fi
+}
+
+# Many hogs confined to CPU 0 by a cpuset, then released to every CPU at once: idle CPUs must
+# steal them in batches and end up evenly busy.
+t_steal() {
+  local cg=/sys/fs/cgroup/gmp-steal pids=() i events stolen busy minb maxb
+  grep -q cpuset /sys/fs/cgroup/cgroup.controllers || { fail steal "no cpuset controller"; return; }
+  echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+  mkdir -p "$cg" && echo 0 > "$cg/cpuset.cpus" && echo 0 > "$cg/cpuset.mems"
+  start_sched steal --stats 1 --json || { fail steal "did not load"; return; }
+  for ((i = 0; i < 2 * NCPU; i++)); do
+    sh -c "echo \$\$ > $cg/cgroup.procs; exec timeout 25 sh -c 'while :; do :; done'" & pids+=($!)
+  done
+  sleep 3
+  : > "$LOGS/steal.mark"; local mark; mark=$(wc -l < "$LOGS/steal.out")
+  echo "0-$((NCPU - 1))" > "$cg/cpuset.cpus"
+  sleep 12
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  stop_sched INT
+  tail -n +$((mark + 1)) "$LOGS/steal.out" > "$LOGS/steal.after"
+  events=$(( $(json_sum "$LOGS/steal.after" dispatch.steal_llc) + $(json_sum "$LOGS/steal.after" dispatch.steal_node) + $(json_sum "$LOGS/steal.after" dispatch.steal_remote) ))
+  stolen=$(json_sum "$LOGS/steal.after" stolen_tasks)
+  # Busy share per CPU over the last 6 intervals.
+  busy=$(tail -n 7 "$LOGS/steal.after" | head -n 6 | python3 -c '
+import json, sys
+rows = [json.loads(l)["busy_pct"] for l in sys.stdin if l.startswith("{")]
+avg = [sum(c) / len(rows) for c in zip(*rows)]
+print(" ".join("%.0f" % a for a in avg))')
+  minb=$(tr ' ' '\n' <<< "$busy" | sort -n | head -1); maxb=$(tr ' ' '\n' <<< "$busy" | sort -n | tail -1)
+  rmdir "$cg" 2>/dev/null
+  if [ "$SCHED_RC" -ne 0 ]; then fail steal "scheduler exit $SCHED_RC"
+  elif [ "$events" -le 0 ] || [ "$stolen" -le "$events" ]; then fail steal "steal events $events, stolen tasks $stolen (want stolen > events > 0)"
+  elif [ -z "$busy" ] || awk -v a="$minb" -v b="$maxb" 'BEGIN { exit !(a < 0.75 * b) }'; then fail steal "uneven busy % per CPU: $busy"
+  else pass steal "after release: $events steals moved $stolen tasks; busy % per CPU: $busy"
+  fi
+}
+
+t_overflow() {
+  start_sched overflow --local-cap 2 --stats 1 --json || { fail overflow "did not load"; return; }
+  hackbench -g 4 -l 200 > "$LOGS/overflow-hackbench.log" 2>&1; local hrc=$?
+  sleep 1.5
+  stop_sched INT
+  local of; of=$(json_sum "$LOGS/overflow.out" enqueue.overflow)
+  if [ "$hrc" -ne 0 ]; then fail overflow "hackbench exit $hrc"
+  elif [ "$SCHED_RC" -ne 0 ]; then fail overflow "scheduler exit $SCHED_RC"
+  elif [ "$of" -le 0 ]; then fail overflow "no overflow to the shared queue with --local-cap 2"
+  else pass overflow "--local-cap 2: $of wakeups overflowed to the shared queue; hackbench completed ($(awk '/Time:/ {print $2}' "$LOGS/overflow-hackbench.log") s)"
+  fi
+}
+
+# A task that records the longest gap between two of its loop iterations: how long it was kept
+# from running.
+gap_probe() {
+  python3 -c '
+import sys, time
+end = time.monotonic() + float(sys.argv[1]); last = time.monotonic(); mx = 0.0
+while True:
+    t = time.monotonic(); mx = max(mx, t - last); last = t
+    if t > end: break
+print("%.3f" % mx)' "$1"
+}
+
+t_fair_tick() {
+  local pipes=() i gap ft
+  start_sched fairtick --stats 1 --json || { fail fair_tick "did not load"; return; }
+  # One ping-pong pair per CPU keeps every local queue busy through runnext hand-offs.
+  for ((i = 0; i < NCPU; i++)); do perf bench sched pipe -l 100000000 > /dev/null 2>&1 & pipes+=($!); done
+  sleep 2
+  gap=$(gap_probe 12)
+  kill "${pipes[@]}" 2>/dev/null; wait "${pipes[@]}" 2>/dev/null
+  stop_sched INT
+  ft=$(json_sum "$LOGS/fairtick.out" dispatch.fair_tick)
+  if [ "$SCHED_RC" -ne 0 ]; then fail fair_tick "scheduler exit $SCHED_RC"
+  elif [ -z "$gap" ]; then fail fair_tick "probe did not run"
+  elif awk -v g="$gap" 'BEGIN { exit !(g > 1.0) }'; then fail fair_tick "a task waited $gap s beside $NCPU ping-pong pairs (bound 1 s)"
+  else pass fair_tick "beside $NCPU ping-pong pairs the longest wait was $gap s (bound 1 s); $ft fair-tick dispatches"
+  fi
+}
+
+t_race_affinity() {
+  dmesg_mark
+  local rc1 rc2 faults pids=() i
+  start_sched race || { fail race_affinity "did not load"; return; }
+  stress-ng --temp-path /tmp --race-sched 8 -t 20 > "$LOGS/race-sched.log" 2>&1; rc1=$?
+  stress-ng --temp-path /tmp --affinity 4 --affinity-rand -t 15 > "$LOGS/race-affinity.log" 2>&1; rc2=$?
+  # A taskset storm on running hogs.
+  for ((i = 0; i < NCPU; i++)); do hog 12 & pids+=($!); done
+  local end=$((SECONDS + 10))
+  while [ $SECONDS -lt $end ]; do
+    for p in $(pgrep -f "while :; do :; done"); do taskset -p $((1 << (RANDOM % NCPU))) "$p" > /dev/null 2>&1; done
+  done
+  wait "${pids[@]}" 2>/dev/null
+  local st; st=$(state)
+  stop_sched INT
+  faults=$(kernel_faults)
+  if [ "$st" != enabled ]; then fail race_affinity "scheduler not loaded after the storms (state $st): $(tail -3 "$LOGS/race.err")"
+  elif [ "$SCHED_RC" -ne 0 ]; then fail race_affinity "exit $SCHED_RC: $(tail -3 "$LOGS/race.err")"
+  elif [ -n "$faults" ]; then fail race_affinity "kernel log: $faults"
+  elif [ "$rc1" -ne 0 ] || [ "$rc2" -ne 0 ]; then fail race_affinity "stress-ng exit $rc1/$rc2"
+  else pass race_affinity "race-sched 20 s, affinity-rand 15 s, taskset storm 10 s: still loaded, no kernel faults"
+  fi
+}

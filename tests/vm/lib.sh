@@ -1,0 +1,83 @@
+# Helpers for the VM test cases (sourced by tests/vm/suite.sh, runs inside the guest).
+# Each case records "PASS name: detail" or "FAIL name: reason" in $RES/results.txt.
+
+SCX=${SCX:-$REPO/target/release/scx_gmp}
+SYS=/sys/kernel/sched_ext
+LOGS=$RES/logs
+mkdir -p "$LOGS"
+
+log() { printf '[%s] %s\n' "$(date +%T)" "$*" | tee -a "$RES/suite.log" >&2; }
+# One line per verdict: details are folded onto one line.
+pass() { local d; d=$(tr '\n' ' ' <<< "${2:-ok}"); echo "PASS $1: $d" >> "$RES/results.txt"; log "PASS $1: $d"; }
+fail() { local d; d=$(tr '\n' ' ' <<< "$2"); echo "FAIL $1: $d" >> "$RES/results.txt"; log "FAIL $1: $d"; }
+
+state() { cat "$SYS/state" 2>/dev/null || echo absent; }
+enable_seq() { cat "$SYS/enable_seq" 2>/dev/null || echo 0; }
+
+# wait_state WANT SECONDS: poll until sched_ext's state is WANT; return 1 on timeout.
+wait_state() {
+  local want=$1 limit=$2 t=0
+  while [ "$(state)" != "$want" ]; do
+    sleep 0.1; t=$((t + 1))
+    [ "$t" -ge $((limit * 10)) ] && return 1
+  done
+  return 0
+}
+
+# Kernel log since the last mark, to judge each case on its own.
+DMESG_MARK=0
+dmesg_mark() { DMESG_MARK=$(dmesg | wc -l); }
+dmesg_new() { dmesg | tail -n +$((DMESG_MARK + 1)); }
+# Print the kernel's complaints (oops, warnings, stalls, error exits) since the mark.
+kernel_faults() {
+  dmesg_new | grep -E 'BUG:|WARNING:|Oops|stall|runnable task stall|disabled \((runtime error|scx_bpf_error|watchdog)' || true
+}
+
+# start_sched NAME ARGS...: start scx_gmp in the background, logs under $LOGS/NAME.*,
+# and wait for it to be enabled. Sets SCHED_PID.
+start_sched() {
+  local name=$1; shift
+  "$SCX" "$@" > "$LOGS/$name.out" 2> "$LOGS/$name.err" &
+  SCHED_PID=$!
+  if ! wait_state enabled 90; then
+    log "$name: scheduler did not become enabled; stderr:"; cat "$LOGS/$name.err" >&2
+    return 1
+  fi
+  return 0
+}
+
+# stop_sched [SIGNAL]: stop it and wait; sets SCHED_RC.
+stop_sched() {
+  kill -"${1:-INT}" "$SCHED_PID" 2>/dev/null
+  wait "$SCHED_PID"; SCHED_RC=$?
+  wait_state disabled 10 || true
+}
+
+# Jain's fairness index of the numbers given: (sum x)^2 / (n * sum x^2).
+jain() { awk '{ for (i = 1; i <= NF; i++) { s += $i; q += $i * $i; n++ } } END { if (q == 0) print 0; else printf "%.4f\n", s * s / (n * q) }' <<< "$*"; }
+
+# CPU time (utime+stime, clock ticks) of a process.
+cputime() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+
+# Sum a field over the JSON stats lines of a log: json_sum FILE 'jq-like.path' (dots only).
+json_sum() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+total = 0
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if not line.startswith('{'):
+        continue
+    v = json.loads(line)
+    for k in sys.argv[2].split('.'):
+        v = v.get(k, 0) if isinstance(v, dict) else 0
+    total += v if isinstance(v, (int, float)) else 0
+print(total)
+EOF
+}
+
+# A CPU hog that exits after $1 seconds.
+hog() { timeout "$1" sh -c 'while :; do :; done'; }
+
+# Start a CPU hog in the background whose own pid is $! (kill it when done).
+spin() { exec sh -c 'while :; do :; done'; }
