@@ -2,7 +2,8 @@
 # Install everything the run, test and bench commands need on a Debian 12 machine.
 # Idempotent: each step checks whether it is already done. Run as root.
 #
-#   scripts/setup.sh [--kernel VERSION]   (default 6.18.15+deb13-amd64)
+#   scripts/setup.sh [--kernel VERSION] [--host-only]   (default kernel 6.18.15+deb13-amd64;
+#   --host-only: just what building and running on a sched_ext host needs, no VM pieces)
 #
 # What it installs:
 #   - Debian packages: clang-19/llvm-19 (BPF C), libelf-dev, zlib1g-dev, pkg-config (libbpf-sys),
@@ -15,9 +16,11 @@
 set -euo pipefail
 
 KVER=${GMP_KERNEL:-6.18.15+deb13-amd64}
+HOST_ONLY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernel) KVER=$2; shift 2 ;;
+    --host-only) HOST_ONLY=1; shift ;;
     *) echo "setup.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -58,6 +61,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# Rust: the scx crates need cargo >= 1.91 (rustup's stable toolchain; Debian 12's is too old).
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+if ! command -v cargo >/dev/null; then
+  echo "setup.sh: cargo is not installed; install Rust >= 1.91 with rustup" >&2; exit 1
+fi
+cv=$(cargo --version | awk '{print $2}')
+if [ "$(printf '%s\n1.91.0\n' "$cv" | sort -V | head -1)" != 1.91.0 ]; then
+  echo "setup.sh: cargo $cv is older than 1.91 (the scx crates need it); update Rust with rustup" >&2; exit 1
+fi
+
+if [ "$HOST_ONLY" = 1 ]; then
+  say "ready (host build only)"
+  exit 0
+fi
+
 qemu_ok() {
   command -v qemu-system-x86_64 >/dev/null || return 1
   local v; v=$(qemu-system-x86_64 --version | awk 'NR==1 {print $4}')
@@ -74,7 +92,8 @@ qemu_ok || { echo "setup.sh: qemu-system-x86_64 >= 8 is not available" >&2; exit
 VENV=$CACHE/venv
 if [ ! -x "$VENV/bin/vng" ]; then
   say "installing virtme-ng from PyPI into $VENV"
-  python3 -m venv "$VENV"
+  PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+  "$PY" -m venv "$VENV"
   "$VENV/bin/pip" install -q 'virtme-ng==1.42' || "$VENV/bin/pip" install -q virtme-ng
 fi
 

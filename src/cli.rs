@@ -64,7 +64,9 @@ pub struct Opts {
 }
 
 fn parse_interval(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
     if !(0.1..=3600.0).contains(&v) {
         return Err(format!("{v} is outside 0.1..3600 seconds"));
     }
@@ -83,7 +85,10 @@ where
 /// The first meaningful line of a clap error, without its "error: " prefix.
 pub fn one_line(err: &clap::Error) -> String {
     let text = err.to_string();
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
     line.trim_start_matches("error: ").to_string()
 }
 

@@ -35,7 +35,11 @@ fn main() {
 }
 
 fn init_logging(verbose: bool) {
-    let level = if verbose { simplelog::LevelFilter::Debug } else { simplelog::LevelFilter::Info };
+    let level = if verbose {
+        simplelog::LevelFilter::Debug
+    } else {
+        simplelog::LevelFilter::Info
+    };
     let cfg = simplelog::ConfigBuilder::new()
         .set_time_level(simplelog::LevelFilter::Off)
         .set_target_level(simplelog::LevelFilter::Off)

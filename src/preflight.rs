@@ -98,6 +98,9 @@ mod tests {
     #[test]
     fn transitional_state_counts_as_loaded() {
         let d = fake(Some("enabling\n"), None);
-        assert!(check_kernel(&d).unwrap_err().to_string().contains("enabling"));
+        assert!(check_kernel(&d)
+            .unwrap_err()
+            .to_string()
+            .contains("enabling"));
     }
 }

@@ -36,15 +36,24 @@ pub fn exit_kind_name(kind: i32) -> &'static str {
 }
 
 impl<'a> Scheduler<'a> {
-    pub fn init(opts: &Opts, open_object: &'a mut MaybeUninit<OpenObject>, restarts: u64) -> Result<Self> {
+    pub fn init(
+        opts: &Opts,
+        open_object: &'a mut MaybeUninit<OpenObject>,
+        restarts: u64,
+    ) -> Result<Self> {
         let topo = TopoMaps::from_system()?;
         info!("{}", topo.summary());
 
         // libbpf's messages reach the log through scx_utils (init_libbpf_logging), so the
         // builder's own debug switch, which would silence or redirect them, is left alone.
         let builder = BpfSkelBuilder::default();
-        let mut skel = scx_ops_open!(builder, open_object, gmp_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)
-            .context("failed to open the BPF scheduler")?;
+        let mut skel = scx_ops_open!(
+            builder,
+            open_object,
+            gmp_ops,
+            None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
+        )
+        .context("failed to open the BPF scheduler")?;
 
         skel.struct_ops.gmp_ops_mut().exit_dump_len = opts.exit_dump_len;
         // Developer aid: GMP_VERIFIER_STATS=1 with -v logs the verifier's cost per program.
@@ -54,7 +63,11 @@ impl<'a> Scheduler<'a> {
                 prog.set_log_level(4);
             }
         }
-        let rodata = skel.maps.rodata_data.as_mut().context("no rodata in the BPF object")?;
+        let rodata = skel
+            .maps
+            .rodata_data
+            .as_mut()
+            .context("no rodata in the BPF object")?;
         rodata.nr_cpus = topo.nr_cpu_ids as u32;
         rodata.nr_nodes = topo.nr_nodes as u32;
         rodata.slice_ns = opts.slice_us * 1000;
@@ -70,7 +83,8 @@ impl<'a> Scheduler<'a> {
             rodata.cpu_llc[c] = topo.cpu_llc[c];
         }
 
-        let mut skel = scx_ops_load!(skel, gmp_ops, uei).context("failed to load the BPF scheduler")?;
+        let mut skel =
+            scx_ops_load!(skel, gmp_ops, uei).context("failed to load the BPF scheduler")?;
         let link = scx_ops_attach!(skel, gmp_ops).context("failed to attach the BPF scheduler")?;
         info!(
             "scx_gmp {} scheduling: slice {} us, preempt after {} us, local cap {}, fair tick {}, runnext {}",
@@ -81,7 +95,12 @@ impl<'a> Scheduler<'a> {
             opts.fair_tick,
             if opts.no_runnext { "off" } else { "on" }
         );
-        Ok(Self { skel, link: Some(link), topo, restarts })
+        Ok(Self {
+            skel,
+            link: Some(link),
+            topo,
+            restarts,
+        })
     }
 
     fn sample(&self) -> Result<Sample> {
@@ -96,11 +115,20 @@ impl<'a> Scheduler<'a> {
     }
 
     fn gauges(&self) -> Gauges {
-        let mut g = Gauges { restarts: self.restarts, ..Default::default() };
+        let mut g = Gauges {
+            restarts: self.restarts,
+            ..Default::default()
+        };
         if let Some(bss) = self.skel.maps.bss_data.as_ref() {
             g.procs = self.topo.online.clone();
-            g.idle_procs = g.procs.iter().filter(|&&c| bss.cpu_ctxs[c].running_pid == 0).count();
-            g.local_queued = (0..self.topo.nr_cpu_ids).map(|c| bss.cpu_ctxs[c].queued).collect();
+            g.idle_procs = g
+                .procs
+                .iter()
+                .filter(|&&c| bss.cpu_ctxs[c].running_pid == 0)
+                .count();
+            g.local_queued = (0..self.topo.nr_cpu_ids)
+                .map(|c| bss.cpu_ctxs[c].queued)
+                .collect();
             g.shared_queued = bss.shared_queued[..self.topo.nr_nodes].to_vec();
         }
         g
@@ -112,13 +140,20 @@ impl<'a> Scheduler<'a> {
 
     /// Run until asked to stop or until the kernel unloads the scheduler; print stats every
     /// `stats` seconds. Returns how it ended (an error if the kernel ejected it).
-    pub fn run(&mut self, opts: &Opts, shutdown: &AtomicBool, started: Instant) -> Result<UserExitInfo> {
+    pub fn run(
+        &mut self,
+        opts: &Opts,
+        shutdown: &AtomicBool,
+        started: Instant,
+    ) -> Result<UserExitInfo> {
         let interval = opts.stats.map(Duration::from_secs_f64);
         let mut prev = (Instant::now(), self.sample()?);
         let mut next = interval.map(|iv| Instant::now() + iv);
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
             std::thread::sleep(Duration::from_millis(50));
-            let (Some(iv), Some(at)) = (interval, next) else { continue };
+            let (Some(iv), Some(at)) = (interval, next) else {
+                continue;
+            };
             if Instant::now() < at {
                 continue;
             }
@@ -144,9 +179,18 @@ impl<'a> Scheduler<'a> {
         // Detach: the kernel unloads the scheduler and records why.
         self.link.take();
         wait_disabled(Duration::from_secs(5));
-        let kind = self.skel.maps.data_data.as_ref().map(|d| d.uei.kind).unwrap_or(0);
+        let kind = self
+            .skel
+            .maps
+            .data_data
+            .as_ref()
+            .map(|d| d.uei.kind)
+            .unwrap_or(0);
         if kind >= 1024 || kind == 67 {
-            eprintln!("scx_gmp: the kernel unloaded the scheduler: exit kind {kind} ({})", exit_kind_name(kind));
+            eprintln!(
+                "scx_gmp: the kernel unloaded the scheduler: exit kind {kind} ({})",
+                exit_kind_name(kind)
+            );
         }
         uei_report!(&self.skel, uei)
     }

@@ -39,7 +39,10 @@ pub const NR_LAT_BUCKETS: usize = 100;
 
 /// Index of a counter by name; the names are fixed at compile time.
 fn idx(name: &str) -> usize {
-    STAT_NAMES.iter().position(|n| *n == name).expect("unknown stat name")
+    STAT_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .expect("unknown stat name")
 }
 
 /// One reading of every CPU's counters and histogram.
@@ -84,7 +87,14 @@ impl Sample {
                 cnt.iter()
                     .enumerate()
                     .map(|(i, v)| {
-                        v.saturating_sub(earlier.per_cpu.get(c).and_then(|e| e.get(i)).copied().unwrap_or(0))
+                        v.saturating_sub(
+                            earlier
+                                .per_cpu
+                                .get(c)
+                                .and_then(|e| e.get(i))
+                                .copied()
+                                .unwrap_or(0),
+                        )
                     })
                     .collect()
             })
@@ -137,7 +147,10 @@ pub fn percentile_us(hist: &[u64], q: f64) -> u64 {
 }
 
 pub fn max_us(hist: &[u64]) -> u64 {
-    hist.iter().rposition(|&n| n > 0).map(bucket_upper_us).unwrap_or(0)
+    hist.iter()
+        .rposition(|&n| n > 0)
+        .map(bucket_upper_us)
+        .unwrap_or(0)
 }
 
 /// Instantaneous state read alongside the counters.
@@ -165,7 +178,11 @@ pub struct Report<'a> {
 
 impl Report<'_> {
     fn local_of_procs(&self) -> Vec<u32> {
-        self.g.procs.iter().map(|&c| self.g.local_queued.get(c).copied().unwrap_or(0)).collect()
+        self.g
+            .procs
+            .iter()
+            .map(|&c| self.g.local_queued.get(c).copied().unwrap_or(0))
+            .collect()
     }
 
     pub fn numa_local_pct(&self) -> f64 {
@@ -240,7 +257,11 @@ impl Report<'_> {
     pub fn to_schedtrace(&self) -> String {
         let d = self.d;
         let t = |n: &str| d.total(n);
-        let local: Vec<String> = self.local_of_procs().iter().map(|v| v.to_string()).collect();
+        let local: Vec<String> = self
+            .local_of_procs()
+            .iter()
+            .map(|v| v.to_string())
+            .collect();
         let steals = t("disp_steal_llc") + t("disp_steal_node") + t("disp_steal_remote");
         format!(
             "SCHED {}ms: procs={} idle={} runqueue={} [{}] runnext={} local={} shared={} \
@@ -346,9 +367,17 @@ mod tests {
             shared_queued: vec![2],
             restarts: 0,
         };
-        let r = Report { elapsed_ms: 1000, interval_s: 1.0, d: &d, g: &g };
+        let r = Report {
+            elapsed_ms: 1000,
+            interval_s: 1.0,
+            d: &d,
+            g: &g,
+        };
         let line = r.to_schedtrace();
-        assert!(line.starts_with("SCHED 1000ms: procs=2 idle=1 runqueue=2 [3 0]"), "{line}");
+        assert!(
+            line.starts_with("SCHED 1000ms: procs=2 idle=1 runqueue=2 [3 0]"),
+            "{line}"
+        );
         let j = r.to_json();
         assert_eq!(j["procs"], 2);
         assert_eq!(j["local_queued"], json!([3, 0]));

@@ -50,7 +50,10 @@ impl TopoMaps {
                 bail!("CPU {} is beyond nr_cpu_ids {nr_cpu_ids}", p.cpu);
             }
             if p.node >= MAX_NODES {
-                bail!("NUMA node {}: scx_gmp supports node ids below {MAX_NODES}", p.node);
+                bail!(
+                    "NUMA node {}: scx_gmp supports node ids below {MAX_NODES}",
+                    p.node
+                );
             }
             cpu_node[p.cpu] = p.node as u32;
             cpu_llc[p.cpu] = p.llc as u32;
@@ -63,7 +66,14 @@ impl TopoMaps {
         for &c in &online {
             node_cpus[cpu_node[c] as usize].push(c);
         }
-        Ok(Self { nr_cpu_ids, nr_nodes, cpu_node, cpu_llc, online, node_cpus })
+        Ok(Self {
+            nr_cpu_ids,
+            nr_nodes,
+            cpu_node,
+            cpu_llc,
+            online,
+            node_cpus,
+        })
     }
 
     /// Read the machine's topology (sysfs, through scx_utils).
@@ -72,14 +82,23 @@ impl TopoMaps {
         let places: Vec<CpuPlace> = topo
             .all_cpus
             .values()
-            .map(|c| CpuPlace { cpu: c.id, core: c.core_id, llc: c.llc_id, node: c.node_id })
+            .map(|c| CpuPlace {
+                cpu: c.id,
+                core: c.core_id,
+                llc: c.llc_id,
+                node: c.node_id,
+            })
             .collect();
         Self::build(*scx_utils::NR_CPU_IDS, &places)
     }
 
     /// A one-screen summary: each node with its CPUs.
     pub fn summary(&self) -> String {
-        let mut s = format!("{} online CPUs in {} NUMA node(s):", self.online.len(), self.nr_nodes);
+        let mut s = format!(
+            "{} online CPUs in {} NUMA node(s):",
+            self.online.len(),
+            self.nr_nodes
+        );
         for (n, cpus) in self.node_cpus.iter().enumerate() {
             if !cpus.is_empty() {
                 let _ = write!(s, " node{n}=[{}]", cpulist(cpus));
@@ -100,7 +119,11 @@ pub fn cpulist(cpus: &[usize]) -> String {
             i += 1;
             end = cpus[i];
         }
-        out.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
         i += 1;
     }
     out.join(",")
@@ -111,27 +134,43 @@ mod tests {
     use super::*;
 
     fn place(cpu: usize, core: usize, llc: usize, node: usize) -> CpuPlace {
-        CpuPlace { cpu, core, llc, node }
+        CpuPlace {
+            cpu,
+            core,
+            llc,
+            node,
+        }
     }
 
     #[test]
     fn two_nodes_of_two() {
         let t = TopoMaps::build(
             4,
-            &[place(0, 0, 0, 0), place(1, 1, 0, 0), place(2, 2, 1, 1), place(3, 3, 1, 1)],
+            &[
+                place(0, 0, 0, 0),
+                place(1, 1, 0, 0),
+                place(2, 2, 1, 1),
+                place(3, 3, 1, 1),
+            ],
         )
         .unwrap();
         assert_eq!(t.nr_nodes, 2);
         assert_eq!(t.cpu_node, vec![0, 0, 1, 1]);
         assert_eq!(t.cpu_llc, vec![0, 0, 1, 1]);
         assert_eq!(t.node_cpus, vec![vec![0, 1], vec![2, 3]]);
-        assert_eq!(t.summary(), "4 online CPUs in 2 NUMA node(s): node0=[0-1] node1=[2-3]");
+        assert_eq!(
+            t.summary(),
+            "4 online CPUs in 2 NUMA node(s): node0=[0-1] node1=[2-3]"
+        );
     }
 
     #[test]
     fn offline_cpu_gets_a_private_llc() {
-        let t = TopoMaps::build(4, &[place(0, 0, 0, 0), place(1, 1, 0, 0), place(3, 3, 0, 0)])
-            .unwrap();
+        let t = TopoMaps::build(
+            4,
+            &[place(0, 0, 0, 0), place(1, 1, 0, 0), place(3, 3, 0, 0)],
+        )
+        .unwrap();
         assert_eq!(t.online, vec![0, 1, 3]);
         assert_ne!(t.cpu_llc[2], t.cpu_llc[0]);
     }
