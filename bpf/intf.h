@@ -50,6 +50,7 @@ enum gmp_stat {
 	ST_BUSY_NS,          /* ns this CPU ran scx_gmp tasks */
 	ST_LAT_SUM_US,       /* sum of wakeup-to-run latencies */
 	ST_LAT_COUNT,        /* number of latency samples */
+	ST_STOLEN_OUT,       /* tasks other CPUs stole from this CPU's queue (victim's slot) */
 	GMP_NR_STATS,
 };
 

@@ -40,6 +40,11 @@ const volatile u32 steal_max = 32;
 const volatile u32 numa_steal_min = 2;
 const volatile bool runnext_on = true;
 const volatile u32 cpu_node[MAX_CPUS];
+/*
+ * TEST ONLY (--test-stall, hidden): stop dispatching so the kernel's watchdog must eject the
+ * scheduler. Never set in normal use.
+ */
+const volatile bool test_stall = false;
 const volatile u32 cpu_llc[MAX_CPUS];
 
 #define SYSMON_MIN_NS (20 * 1000ULL)
@@ -54,9 +59,10 @@ struct cpu_ctx {
 	s32 running_pid;
 	s32 runnext_pid;    /* the task in this CPU's runnext slot, 0: empty */
 	u32 queued;         /* cpu_dsq length at the last sysmon pass */
+	u32 steal_moved;    /* scratch: tasks moved by the steal in progress */
 	u8 kicked;          /* woken by wakep and not yet dispatching */
 	u8 sysmon_kicked;   /* the current task was preempted by sysmon */
-	u8 pad[26];
+	u8 pad[22];
 } __attribute__((aligned(64)));
 
 struct cpu_ctx cpu_ctxs[MAX_CPUS];
@@ -123,6 +129,16 @@ static __always_inline u32 node_idx(u32 n)
 }
 
 /* CPU ids index arrays as unsigned values: a negative id becomes large and fails the bound. */
+/* Add to another CPU's slot of a per-CPU counter. */
+static void stat_add_on(s32 cpu, u32 idx, u64 v)
+{
+	u32 zero = 0;
+	struct gmp_pcpu_stats *s = bpf_map_lookup_percpu_elem(&stats, &zero, cpu);
+
+	if (s && idx < GMP_NR_STATS)
+		s->cnt[idx] += v;
+}
+
 static __always_inline struct cpu_ctx *cpu_ctx(s32 cpu)
 {
 	u32 c = cpu;
@@ -255,7 +271,7 @@ s32 BPF_STRUCT_OPS(gmp_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	}
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
-	if (is_idle) {
+	if (is_idle && !test_stall) {
 		/* The kernel picked an idle CPU from p->cpus_ptr and claimed it: run there now. */
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		stat_add(ST_ENQ_DIRECT_IDLE, 1);
@@ -364,13 +380,12 @@ kick_target:
  */
 __noinline u32 steal_from(s32 cpu, s32 victim)
 {
-	struct cpu_ctx *vctx = cpu_ctx(victim);
+	struct cpu_ctx *vctx = cpu_ctx(victim), *cctx = cpu_ctx(cpu);
 	struct task_struct *p;
-	u64 target = SCX_DSQ_LOCAL;
 	s32 runnext_pid, nq;
-	u32 want, moved = 0;
+	u32 want, moved;
 
-	if (!vctx)
+	if (!vctx || !cctx)
 		return 0;
 	nq = scx_bpf_dsq_nr_queued(victim);
 	if (nq <= 0)
@@ -380,20 +395,31 @@ __noinline u32 steal_from(s32 cpu, s32 victim)
 		want = steal_max;
 	runnext_pid = vctx->runnext_pid;
 
+	/*
+	 * The count lives in memory, not in a register: as a register constant the verifier
+	 * would walk the loop once per value; loaded from memory it is an unknown it checks once.
+	 * The walk is bounded by the queue's length and by want.
+	 */
+	cctx->steal_moved = 0;
 	bpf_for_each(scx_dsq, p, victim, 0) {
+		u64 target;
+
 		/* The victim's runnext task runs next there; Go leaves it alone too. */
 		if (runnext_pid && p->pid == runnext_pid && nq > 1)
 			continue;
 		/* Respect the task's CPU mask: only tasks allowed on the thief move. */
 		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || is_migration_disabled(p))
 			continue;
+		/* The first task runs now; the rest wait in the thief's own queue. */
+		target = cctx->steal_moved ? (u64)cpu : SCX_DSQ_LOCAL;
 		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, target, 0))
 			continue;
-		/* The first task runs now; the rest wait in the thief's own queue. */
-		target = cpu;
-		if (++moved >= want)
+		if (++cctx->steal_moved >= want)
 			break;
 	}
+	moved = cctx->steal_moved;
+	if (moved)
+		stat_add_on(victim, ST_STOLEN_OUT, moved);
 	return moved;
 }
 
@@ -500,7 +526,7 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 	u32 node = node_of(cpu);
 	bool was_kicked;
 
-	if (!cctx)
+	if (!cctx || test_stall)
 		return;
 	was_kicked = cctx->kicked;
 	if (was_kicked) {

@@ -110,23 +110,27 @@ if [ ! -f "$KDIR/vmlinuz" ]; then
            -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Get::List-Cleanup=0)
   apt-get "${APTOPTS[@]}" update -qq
   tmp=$(mktemp -d)
-  pkgname=linux-image-$KVER
-  # 7.x kernels come split into linux-binary-* and linux-modules-*.
-  if ! apt-cache "${APTOPTS[@]}" show "$pkgname" >/dev/null 2>&1; then
-    pkgname=linux-binary-$KVER
-  fi
-  ( cd "$tmp" && apt-get "${APTOPTS[@]}" download "$pkgname" )
-  if [ "$pkgname" = "linux-binary-$KVER" ]; then
-    ( cd "$tmp" && apt-get "${APTOPTS[@]}" download "linux-modules-$KVER" ) || true
-  fi
+  # 7.x kernels come split: linux-image-* is a metapackage over linux-binary-* (the image)
+  # and linux-modules-*; fetch whichever of them exist.
+  pkgs=()
+  for p in "linux-image-$KVER" "linux-binary-$KVER" "linux-modules-$KVER" "linux-base-$KVER"; do
+    apt-cache "${APTOPTS[@]}" show "$p" >/dev/null 2>&1 && pkgs+=("$p")
+  done
+  [ ${#pkgs[@]} -gt 0 ] || { echo "setup.sh: no package for kernel $KVER in trixie(-backports)" >&2; exit 1; }
+  ( cd "$tmp" && apt-get "${APTOPTS[@]}" download "${pkgs[@]}" )
   mkdir -p "$tmp/root"
   for d in "$tmp"/*.deb; do dpkg-deb -x "$d" "$tmp/root"; done
-  cp "$tmp/root/boot/vmlinuz-$KVER" "$KDIR/vmlinuz"
-  cp "$tmp/root/boot/config-$KVER" "$KDIR/config" 2>/dev/null || true
+  # /boot/vmlinuz-KVER in one-package kernels, /usr/lib/modules/KVER/vmlinuz in split ones.
+  img=$(find "$tmp/root" -path "*/boot/vmlinuz-$KVER" -o -path "*/modules/$KVER/vmlinuz" | head -1)
+  cfg=$(find "$tmp/root" -path "*/boot/config-$KVER" -o -path "*/modules/$KVER/config" | head -1)
+  [ -n "$img" ] || { echo "setup.sh: no vmlinuz-$KVER in ${pkgs[*]}" >&2; exit 1; }
+  cp "$img" "$KDIR/vmlinuz"
+  [ -n "$cfg" ] && cp "$cfg" "$KDIR/config"
   rm -rf "/lib/modules/$KVER"
   mkdir -p /lib/modules
-  cp -a "$tmp/root/lib/modules/$KVER" "/lib/modules/$KVER" 2>/dev/null || \
-    cp -a "$tmp/root/usr/lib/modules/$KVER" "/lib/modules/$KVER"
+  for m in "$tmp/root/lib/modules/$KVER" "$tmp/root/usr/lib/modules/$KVER"; do
+    [ -d "$m" ] && { cp -a "$m" "/lib/modules/$KVER"; break; }
+  done
   depmod "$KVER"
   rm -rf "$tmp"
 fi

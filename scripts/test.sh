@@ -3,16 +3,20 @@
 # a sched_ext kernel and runs the VM suite (tests/vm/) against the real scheduler there.
 # Ends with "N passed, N failed"; exits non-zero on any failure.
 #
-#   scripts/test.sh [--kernel VER] [--cpus N] [--nodes M] [--cases "load steal ..."] [--no-setup]
+#   scripts/test.sh [--full] [--kernel VER]... [--cpus N] [--nodes M] [--cases "load steal ..."] [--no-setup]
+#
+# The fast tier (default) fits the 30-minute budget; --full runs every fault at full duration
+# and count. --kernel may be given several times (full tier: default 6.18, 6.16 and 7.3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 
-KVER=${GMP_KERNEL:-6.18.15+deb13-amd64}
+KERNELS=(); TIER=fast
 CPUS=4; NODES=2; CASES=""; SETUP=1
 while [ $# -gt 0 ]; do
   case "$1" in
-    --kernel) KVER=$2; shift 2 ;;
+    --kernel) KERNELS+=("$2"); shift 2 ;;
+    --full) TIER=full; shift ;;
     --cpus) CPUS=$2; shift 2 ;;
     --nodes) NODES=$2; shift 2 ;;
     --cases) CASES=$2; shift 2 ;;
@@ -22,7 +26,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-PASSED=0; FAILED=0; SUMMARY=()
+if [ ${#KERNELS[@]} -eq 0 ]; then
+  KERNELS=("${GMP_KERNEL:-6.18.15+deb13-amd64}")
+  [ "$TIER" = full ] && KERNELS+=(6.16.12+deb13-amd64 7.3.4+deb13-amd64)
+fi
+KVER=${KERNELS[0]}
+PASSED=0; FAILED=0; SUMMARY=(); KSUMMARY=()
 record() { # record PASS|FAIL name detail
   if [ "$1" = PASS ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
   SUMMARY+=("$1 $2: $3")
@@ -30,7 +39,9 @@ record() { # record PASS|FAIL name detail
 t_start=$(date +%s)
 
 if [ "$SETUP" = 1 ]; then
-  scripts/setup.sh --kernel "$KVER" || { echo "test.sh: setup failed" >&2; echo "0 passed, 1 failed"; exit 1; }
+  for k in "${KERNELS[@]}"; do
+    scripts/setup.sh --kernel "$k" || { echo "test.sh: setup failed" >&2; echo "0 passed, 1 failed"; exit 1; }
+  done
 fi
 # shellcheck disable=SC1091
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
@@ -60,25 +71,34 @@ if [ ! -e /sys/kernel/sched_ext ]; then
   fi
 fi
 
-echo "== VM suite (kernel $KVER, $CPUS CPUs in $NODES nodes)"
-RES=$REPO/target/vm-results
-rm -rf "$RES"; mkdir -p "$RES"
-# shellcheck disable=SC2086
-timeout 1800 scripts/vm.sh --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
-  --results "$RES" -- "$REPO/tests/vm/suite.sh" "$REPO" "$RES" $CASES
-vm_rc=$?
-if [ -f "$RES/results.txt" ]; then
-  while read -r verdict rest; do
-    name=${rest%%:*}; detail=${rest#*: }
-    record "$verdict" "$name" "$detail"
-  done < "$RES/results.txt"
-fi
-if [ ! -f "$RES/complete" ]; then
-  record FAIL vm_suite "the guest did not finish the suite (vm.sh exit $vm_rc); see $RES/suite.log"
-fi
+for KVER in "${KERNELS[@]}"; do
+  echo "== VM suite, $TIER tier (kernel $KVER, $CPUS CPUs in $NODES nodes)"
+  RES=$REPO/target/vm-results/$KVER
+  rm -rf "$RES"; mkdir -p "$RES"
+  k_pass=0; k_fail=0; k_failed_names=""
+  # shellcheck disable=SC2086
+  timeout 5400 scripts/vm.sh --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
+    --results "$RES" -- "$REPO/tests/vm/suite.sh" "$REPO" "$RES" "$TIER" $CASES
+  vm_rc=$?
+  if [ -f "$RES/results.txt" ]; then
+    while read -r verdict rest; do
+      name=${rest%%:*}; detail=${rest#*: }
+      record "$verdict" "[$KVER] $name" "$detail"
+      if [ "$verdict" = PASS ]; then k_pass=$((k_pass + 1)); else k_fail=$((k_fail + 1)); k_failed_names+=" $name"; fi
+    done < "$RES/results.txt"
+  fi
+  if [ ! -f "$RES/complete" ]; then
+    record FAIL "[$KVER] vm_suite" "the guest did not finish the suite (vm.sh exit $vm_rc); see $RES/suite.log"
+    k_fail=$((k_fail + 1)); k_failed_names+=" vm_suite"
+  fi
+  KSUMMARY+=("$(printf '%-24s %6s %6s %6s  %s' "$KVER" $((k_pass + k_fail)) "$k_pass" "$k_fail" "${k_failed_names:- -}")")
+done
 
 echo
 echo "== summary ($(($(date +%s) - t_start)) s)"
 for s in "${SUMMARY[@]}"; do echo "$s"; done
+echo
+printf '%-24s %6s %6s %6s  %s\n' kernel tried passed failed "failed cases"
+for s in "${KSUMMARY[@]}"; do echo "$s"; done
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

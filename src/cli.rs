@@ -54,9 +54,25 @@ pub struct Opts {
     #[arg(long)]
     pub json: bool,
 
+    /// With --stats or --monitor, add a line per NUMA node and per CPU (like Go's scheddetail).
+    #[arg(long)]
+    pub stats_detail: bool,
+
+    /// Load nothing: print the running scx_gmp's stats every N seconds.
+    #[arg(long, value_name = "SECS", value_parser = parse_interval, conflicts_with = "stats")]
+    pub monitor: Option<f64>,
+
+    /// Describe every stat in one line each and exit.
+    #[arg(long)]
+    pub help_stats: bool,
+
     /// Size of the kernel's debug dump on an error exit (0: the kernel's default).
     #[arg(long, default_value_t = 0)]
     pub exit_dump_len: u32,
+
+    /// TEST ONLY: stop dispatching so that the kernel's watchdog ejects the scheduler.
+    #[arg(long, hide = true)]
+    pub test_stall: bool,
 
     /// Verbose output, including libbpf's.
     #[arg(short = 'v', long)]

@@ -2,6 +2,7 @@
 
 mod bpf_skel;
 mod cli;
+mod metrics;
 mod preflight;
 mod sched;
 mod stats;
@@ -10,6 +11,7 @@ mod version;
 
 use anyhow::{Context, Result};
 use log::{info, warn};
+use scx_stats::prelude::*;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -68,20 +70,49 @@ fn libbpf_log(level: libbpf_rs::PrintLevel, msg: String) {
 }
 
 fn run(opts: cli::Opts) -> Result<()> {
+    if opts.help_stats {
+        print!("{}", metrics::help_stats());
+        return Ok(());
+    }
     init_logging(opts.verbose);
-    preflight::check_all()?;
 
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("failed to install the SIGINT/SIGTERM handler")?;
 
+    if let Some(secs) = opts.monitor {
+        return monitor(secs, &opts, &shutdown);
+    }
+
+    preflight::check_all()?;
+    // The OOM killer should pick anything but the scheduler's loader under memory pressure.
+    if let Err(e) = std::fs::write("/proc/self/oom_score_adj", "-1000") {
+        warn!("could not protect the loader from the OOM killer: {e}");
+    }
+    // Launched only now: the checks above made sure no other scheduler owns the socket.
+    let stats_server = StatsServer::<(), metrics::Metrics>::new(
+        StatsServerData::new()
+            .add_meta(metrics::Metrics::meta())
+            .add_meta(metrics::CpuMetrics::meta())
+            .add_stats(
+                "top",
+                Box::new(|_args, (tx, rx)| {
+                    tx.send(())?;
+                    rx.recv()?.to_json()
+                }),
+            ),
+    )
+    .launch()
+    .context("failed to start the stats server")?;
+    let stats_chan = stats_server.channels();
+
     let started = Instant::now();
     let mut restarts = 0;
     loop {
         let mut open_object = MaybeUninit::uninit();
         let mut sched = sched::Scheduler::init(&opts, &mut open_object, restarts)?;
-        let uei = sched.run(&opts, &shutdown, started)?;
+        let uei = sched.run(&opts, &shutdown, started, &stats_chan)?;
         if uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
             restarts += 1;
             warn!("the kernel asked for a restart (CPU hotplug): reloading with a fresh topology");
@@ -90,4 +121,23 @@ fn run(opts: cli::Opts) -> Result<()> {
         info!("unloaded");
         return Ok(());
     }
+}
+
+/// --monitor: attach to the running scx_gmp's stats server; load nothing.
+fn monitor(secs: f64, opts: &cli::Opts, shutdown: &AtomicBool) -> Result<()> {
+    let mut printer = metrics::Printer::new(metrics::Format {
+        json: opts.json,
+        detail: opts.stats_detail,
+    });
+    scx_utils::monitor_stats::<metrics::Metrics>(
+        &[],
+        std::time::Duration::from_secs_f64(secs),
+        || shutdown.load(Ordering::Relaxed),
+        |m| {
+            if let Some(report) = printer.feed(m) {
+                println!("{report}");
+            }
+            Ok(())
+        },
+    )
 }

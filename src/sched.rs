@@ -2,9 +2,11 @@
 
 use crate::bpf_skel::*;
 use crate::cli::Opts;
-use crate::stats::{Gauges, Report, Sample};
+use crate::metrics::{Format, Metrics, Printer};
+use crate::stats::{Gauges, Sample};
 use crate::topo::TopoMaps;
 use anyhow::{Context, Result};
+use crossbeam::channel::{Receiver, Sender};
 use libbpf_rs::{MapCore, OpenObject};
 use log::info;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
@@ -78,6 +80,7 @@ impl<'a> Scheduler<'a> {
         rodata.steal_max = opts.steal_max;
         rodata.numa_steal_min = opts.numa_steal_min;
         rodata.runnext_on = !opts.no_runnext;
+        rodata.test_stall = opts.test_stall;
         for c in 0..topo.nr_cpu_ids {
             rodata.cpu_node[c] = topo.cpu_node[c];
             rodata.cpu_llc[c] = topo.cpu_llc[c];
@@ -138,41 +141,49 @@ impl<'a> Scheduler<'a> {
         uei_exited!(&self.skel, uei)
     }
 
-    /// Run until asked to stop or until the kernel unloads the scheduler; print stats every
-    /// `stats` seconds. Returns how it ended (an error if the kernel ejected it).
+    fn metrics(&self, started: Instant) -> Result<Metrics> {
+        Ok(Metrics::new(
+            started.elapsed().as_millis() as u64,
+            &self.sample()?,
+            &self.gauges(),
+            &self.topo.cpu_node,
+        ))
+    }
+
+    /// Run until asked to stop or until the kernel unloads the scheduler; answer the stats
+    /// server's requests and print stats every `--stats` seconds. Returns how it ended (an
+    /// error if the kernel ejected it).
     pub fn run(
         &mut self,
         opts: &Opts,
         shutdown: &AtomicBool,
         started: Instant,
+        stats_chan: &(Sender<Metrics>, Receiver<()>),
     ) -> Result<UserExitInfo> {
         let interval = opts.stats.map(Duration::from_secs_f64);
-        let mut prev = (Instant::now(), self.sample()?);
+        let mut printer = Printer::new(Format {
+            json: opts.json,
+            detail: opts.stats_detail,
+        });
+        printer.feed(self.metrics(started)?);
         let mut next = interval.map(|iv| Instant::now() + iv);
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
             std::thread::sleep(Duration::from_millis(50));
+            while stats_chan.1.try_recv().is_ok() {
+                stats_chan
+                    .0
+                    .send(self.metrics(started)?)
+                    .context("stats server is gone")?;
+            }
             let (Some(iv), Some(at)) = (interval, next) else {
                 continue;
             };
             if Instant::now() < at {
                 continue;
             }
-            let now = Instant::now();
-            let cur = self.sample()?;
-            let d = cur.delta(&prev.1);
-            let g = self.gauges();
-            let r = Report {
-                elapsed_ms: started.elapsed().as_millis() as u64,
-                interval_s: now.duration_since(prev.0).as_secs_f64(),
-                d: &d,
-                g: &g,
-            };
-            if opts.json {
-                println!("{}", r.to_json());
-            } else {
-                println!("{}", r.to_schedtrace());
+            if let Some(report) = printer.feed(self.metrics(started)?) {
+                println!("{report}");
             }
-            prev = (now, cur);
             next = Some(at + iv);
         }
 

@@ -3,45 +3,89 @@
 
 use serde_json::{json, Value};
 
-/// Counter names in the order of `enum gmp_stat` in bpf/intf.h (checked by a test).
-pub const STAT_NAMES: [&str; NR_STATS] = [
-    "disp_local",
-    "disp_runnext",
-    "disp_shared",
-    "disp_fair_tick",
-    "disp_steal_llc",
-    "disp_steal_node",
-    "disp_steal_remote",
-    "disp_keep_prev",
-    "stolen_tasks",
-    "enq_local",
-    "enq_runnext",
-    "enq_overflow",
-    "enq_preempted",
-    "enq_direct_idle",
-    "enq_pinned",
-    "enq_reenq",
-    "preempt_sysmon",
-    "preempt_slice",
-    "kick_idle",
-    "kick_preempt",
-    "numa_local",
-    "numa_remote",
-    "migrations",
-    "migrations_node",
-    "sysmon_runs",
-    "busy_ns",
-    "lat_sum_us",
-    "lat_count",
+/// Counters in the order of `enum gmp_stat` in bpf/intf.h (checked by a test), with what
+/// each counts (`--help-stats`).
+pub const STATS: [(&str, &str); NR_STATS] = [
+    (
+        "disp_local",
+        "dispatches from the CPU's own queue (runnext included)",
+    ),
+    ("disp_runnext", "task starts through the runnext slot"),
+    (
+        "disp_shared",
+        "dispatches from the node's shared queue (local queue empty)",
+    ),
+    (
+        "disp_fair_tick",
+        "dispatches from the shared queue first, on the fair tick",
+    ),
+    ("disp_steal_llc", "steal events from a CPU of the same LLC"),
+    (
+        "disp_steal_node",
+        "steal events from a CPU of the same node, other LLC",
+    ),
+    (
+        "disp_steal_remote",
+        "steal events from another node (its CPUs or shared queue)",
+    ),
+    (
+        "disp_keep_prev",
+        "dispatches that found nothing: the previous task kept the CPU",
+    ),
+    (
+        "stolen_tasks",
+        "tasks moved by steals (a steal takes up to half a queue)",
+    ),
+    ("enq_local", "wakeups queued on a CPU's local queue tail"),
+    ("enq_runnext", "wakeups put in the waker CPU's runnext slot"),
+    (
+        "enq_overflow",
+        "wakeups sent to the shared queue because the local queue was full",
+    ),
+    (
+        "enq_preempted",
+        "preempted or yielding tasks sent to the shared queue tail",
+    ),
+    ("enq_direct_idle", "wakeups sent straight to an idle CPU"),
+    (
+        "enq_pinned",
+        "tasks that can run on one CPU only, queued there",
+    ),
+    (
+        "enq_reenq",
+        "tasks re-queued because a higher class took their CPU",
+    ),
+    (
+        "preempt_sysmon",
+        "preemptions by sysmon (ran past --preempt-us with work waiting)",
+    ),
+    ("preempt_slice", "slice expiries"),
+    ("kick_idle", "idle CPUs woken for new work"),
+    ("kick_preempt", "preempt kicks sent by sysmon"),
+    ("numa_local", "task starts on the task's home node"),
+    ("numa_remote", "task starts away from the task's home node"),
+    (
+        "migrations",
+        "task starts on another CPU than the task's last",
+    ),
+    (
+        "migrations_node",
+        "task starts on another node than the task's last",
+    ),
+    ("sysmon_runs", "sysmon timer runs"),
+    ("busy_ns", "nanoseconds the CPU ran scx_gmp tasks"),
+    ("lat_sum_us", "sum of wakeup-to-run latencies (us)"),
+    ("lat_count", "wakeup-to-run latency samples"),
+    ("stolen_out", "tasks other CPUs stole from this CPU's queue"),
 ];
-pub const NR_STATS: usize = 28;
+pub const NR_STATS: usize = 29;
 pub const NR_LAT_BUCKETS: usize = 100;
 
 /// Index of a counter by name; the names are fixed at compile time.
 fn idx(name: &str) -> usize {
-    STAT_NAMES
+    STATS
         .iter()
-        .position(|n| *n == name)
+        .position(|(n, _)| *n == name)
         .expect("unknown stat name")
 }
 
@@ -302,7 +346,8 @@ mod tests {
             .filter_map(|l| l.trim().strip_prefix("ST_"))
             .map(|l| l.split(',').next().unwrap().to_lowercase())
             .collect();
-        assert_eq!(names, STAT_NAMES.to_vec());
+        let ours: Vec<&str> = STATS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ours);
     }
 
     #[test]

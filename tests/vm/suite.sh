@@ -1,12 +1,30 @@
 #!/bin/bash
 # The VM test suite: runs inside the guest (scripts/test.sh boots it), every case against the
-# real scx_gmp in the real kernel. Usage: suite.sh REPO RESULTS_DIR [CASE...]
+# real scx_gmp in the real kernel. Usage: suite.sh REPO RESULTS_DIR fast|full [CASE...]
 set -u
-REPO=$1; RES=$2; shift 2
-export REPO RES
+REPO=$1; RES=$2; TIER=$3; shift 3
+export REPO RES TIER
 . "$REPO/tests/vm/lib.sh"
 . "$REPO/tests/vm/cases_lifecycle.sh"
 . "$REPO/tests/vm/cases_gmp.sh"
+. "$REPO/tests/vm/cases_faults.sh"
+
+if [ "$TIER" = full ]; then
+  # Full durations and counts from shared/design/reliability.md.
+  export FULL=1 DUR=60 HOTPLUG_ROUNDS=5 F3B_ROUNDS=20 LOAD_CYCLES=50 CGROUP_CHURN=1000
+else
+  export FULL=0 DUR=20 HOTPLUG_ROUNDS=2 F3B_ROUNDS=4 LOAD_CYCLES=5 CGROUP_CHURN=200
+fi
+DUR=${DUR}
+
+# Watchdog lanes for the overload and affinity faults: the strict 5 s lane, and (full tier) a
+# relaxed 30 s lane, so that a stall seen only under the strict lane is reported as such.
+t_f1_overload_lane30() { SCX_TIMEOUT_MS=30000 t_f1_overload_lane; }
+t_f4_affinity_lane30() { SCX_TIMEOUT_MS=30000 t_f4_affinity_lane; }
+t_f1_overload_lane() { export SCX_TIMEOUT_MS; SURVIVE_NOTE="stress-ng -c $((4 * NCPU)) for $DUR s" \
+  survive "f1_overload_${SCX_TIMEOUT_MS}ms" "stress-ng --temp-path /tmp -q -c $((4 * NCPU)) -t $DUR"; unset SCX_TIMEOUT_MS; }
+t_f4_affinity_lane() { export SCX_TIMEOUT_MS; SURVIVE_NOTE="race-sched, affinity-rand for $DUR s" \
+  survive "f4_affinity_${SCX_TIMEOUT_MS}ms" "stress-ng --temp-path /tmp -q --race-sched 8 -t $DUR && stress-ng --temp-path /tmp -q --affinity 4 --affinity-rand -t $DUR"; unset SCX_TIMEOUT_MS; }
 
 NCPU=$(nproc)
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
@@ -14,7 +32,10 @@ ulimit -n 65536 2>/dev/null || true
 log "guest: kernel $(uname -r), $NCPU CPUs, nodes $(cat /sys/devices/system/node/online), state $(state)"
 
 ALL_CASES=(load bad_input second_instance kill9 ci_stress
-           runnext sysmon_fair steal overflow fair_tick race_affinity)
+           runnext sysmon_fair steal overflow fair_tick race_affinity
+           f1_overload f2_watchdog f3_hotplug f3b_hotplug_restart f4_affinity f5_pinned f6_rt_hog
+           f7_fork f8_cgroups f9_policy f10_load_loop f12_sysrq_s f13_sysrq_d f15_memory f17_sigterm)
+[ "$TIER" = full ] && ALL_CASES+=(f1_overload_lane30 f4_affinity_lane30)
 CASES=("$@")
 [ ${#CASES[@]} -gt 0 ] || CASES=("${ALL_CASES[@]}")
 

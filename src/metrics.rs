@@ -1,0 +1,292 @@
+//! The stats as they travel over the scx_stats protocol (`--monitor`, scxtop and other tools),
+//! and the printer that turns two readings into one interval's report. `--stats` in the
+//! scheduler's own process goes through the same printer.
+
+use crate::stats::{Gauges, Report, Sample, NR_STATS, STATS};
+use scx_stats_derive::Stats;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
+#[stat(desc = "one CPU's counters")]
+pub struct CpuMetrics {
+    #[stat(desc = "cumulative counters, in the order of the counters list (--help-stats)")]
+    pub counters: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
+#[stat(top, desc = "scx_gmp: state now and cumulative counters")]
+pub struct Metrics {
+    #[stat(desc = "milliseconds since scx_gmp started")]
+    pub ts_ms: u64,
+    #[stat(desc = "CPUs scx_gmp dispatches ordinary work to (the procs)")]
+    pub procs: Vec<u32>,
+    #[stat(desc = "procs running no scx_gmp task right now")]
+    pub idle_procs: u64,
+    #[stat(desc = "tasks in each CPU's local queue (cpu_dsq), by CPU id")]
+    pub local_queued: Vec<u32>,
+    #[stat(desc = "tasks in each node's shared queue (shared_dsq), by node id")]
+    pub shared_queued: Vec<u32>,
+    #[stat(desc = "NUMA node of each CPU, by CPU id")]
+    pub cpu_node: Vec<u32>,
+    #[stat(desc = "reloads after CPU hotplug")]
+    pub restarts: u64,
+    #[stat(desc = "counter names, in order")]
+    pub counter_names: Vec<String>,
+    #[stat(desc = "per-CPU counters, by CPU id")]
+    pub cpus: BTreeMap<u32, CpuMetrics>,
+    #[stat(
+        desc = "wakeup-to-run latency histogram: exact below 4 us, then 4 buckets per power of two"
+    )]
+    pub lat_hist: Vec<u64>,
+}
+
+impl Metrics {
+    pub fn new(ts_ms: u64, sample: &Sample, g: &Gauges, cpu_node: &[u32]) -> Self {
+        Self {
+            ts_ms,
+            procs: g.procs.iter().map(|&c| c as u32).collect(),
+            idle_procs: g.idle_procs as u64,
+            local_queued: g.local_queued.clone(),
+            shared_queued: g.shared_queued.clone(),
+            cpu_node: cpu_node.to_vec(),
+            restarts: g.restarts,
+            counter_names: STATS.iter().map(|(n, _)| n.to_string()).collect(),
+            cpus: sample
+                .per_cpu
+                .iter()
+                .enumerate()
+                .map(|(c, cnt)| {
+                    (
+                        c as u32,
+                        CpuMetrics {
+                            counters: cnt.clone(),
+                        },
+                    )
+                })
+                .collect(),
+            lat_hist: sample.lat.clone(),
+        }
+    }
+
+    fn sample(&self) -> Sample {
+        let n = self
+            .cpus
+            .keys()
+            .next_back()
+            .map(|&c| c as usize + 1)
+            .unwrap_or(0);
+        let mut per_cpu = vec![vec![0u64; NR_STATS]; n];
+        for (&c, m) in &self.cpus {
+            for (i, v) in m.counters.iter().take(NR_STATS).enumerate() {
+                per_cpu[c as usize][i] = *v;
+            }
+        }
+        Sample {
+            per_cpu,
+            lat: self.lat_hist.clone(),
+        }
+    }
+
+    fn gauges(&self) -> Gauges {
+        Gauges {
+            procs: self.procs.iter().map(|&c| c as usize).collect(),
+            idle_procs: self.idle_procs as usize,
+            local_queued: self.local_queued.clone(),
+            shared_queued: self.shared_queued.clone(),
+            restarts: self.restarts,
+        }
+    }
+}
+
+/// Output formats of an interval report.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Format {
+    pub json: bool,
+    pub detail: bool,
+}
+
+/// Turns successive readings into interval reports.
+#[derive(Default)]
+pub struct Printer {
+    prev: Option<Metrics>,
+    format: Format,
+}
+
+impl Printer {
+    pub fn new(format: Format) -> Self {
+        Self { prev: None, format }
+    }
+
+    /// The report for the interval ending with `cur`; None for the first reading.
+    pub fn feed(&mut self, cur: Metrics) -> Option<String> {
+        let prev = self.prev.replace(cur.clone())?;
+        if cur.ts_ms <= prev.ts_ms {
+            return None;
+        }
+        let d = cur.sample().delta(&prev.sample());
+        let g = cur.gauges();
+        let r = Report {
+            elapsed_ms: cur.ts_ms,
+            interval_s: (cur.ts_ms - prev.ts_ms) as f64 / 1000.0,
+            d: &d,
+            g: &g,
+        };
+        Some(if self.format.json {
+            r.to_json().to_string()
+        } else if self.format.detail {
+            format!("{}\n{}", r.to_schedtrace(), detail(&r, &cur.cpu_node))
+        } else {
+            r.to_schedtrace()
+        })
+    }
+}
+
+/// Go's scheddetail: a line per node and per CPU.
+fn detail(r: &Report, cpu_node: &[u32]) -> String {
+    let mut out = String::new();
+    let d = r.d;
+    let nodes = r.g.shared_queued.len();
+    for n in 0..nodes {
+        let cpus: Vec<usize> =
+            r.g.procs
+                .iter()
+                .copied()
+                .filter(|&c| cpu_node.get(c) == Some(&(n as u32)))
+                .collect();
+        let busy: f64 = cpus.iter().map(|&c| r.busy_pct(c)).sum::<f64>() / cpus.len().max(1) as f64;
+        let _ = writeln!(
+            out,
+            "  node{n}: cpus={} runqueue={} busy={busy:.0}%",
+            crate::topo::cpulist(&cpus),
+            r.g.shared_queued[n]
+        );
+    }
+    for &c in &r.g.procs {
+        let v = |name: &str| d.cpu(c, name);
+        let _ = writeln!(
+            out,
+            "  P{c}: node={} runq={} busy={:.0}% local={} runnext={} shared={} fair={} steals_in={}/{} stolen_out={} preempt={}+{} keep={}",
+            cpu_node.get(c).copied().unwrap_or(0),
+            r.g.local_queued.get(c).copied().unwrap_or(0),
+            r.busy_pct(c),
+            v("disp_local"),
+            v("disp_runnext"),
+            v("disp_shared"),
+            v("disp_fair_tick"),
+            v("disp_steal_llc") + v("disp_steal_node") + v("disp_steal_remote"),
+            v("stolen_tasks"),
+            v("stolen_out"),
+            v("preempt_sysmon"),
+            v("preempt_slice"),
+            v("disp_keep_prev"),
+        );
+    }
+    out.pop();
+    out
+}
+
+/// `--help-stats`: every stat in one line.
+pub fn help_stats() -> String {
+    let mut out = String::from("Interval reports (--stats, --monitor; --json for JSON lines):\n");
+    let gauges = [
+        ("ts_ms", "milliseconds since scx_gmp started"),
+        ("procs", "CPUs scx_gmp dispatches ordinary work to"),
+        (
+            "idle_procs / idle",
+            "procs running no scx_gmp task at the end of the interval",
+        ),
+        (
+            "shared_queued / runqueue",
+            "tasks waiting in the shared queues (per node in shared_queued_per_node)",
+        ),
+        (
+            "local_queued / [..]",
+            "tasks waiting in each proc's local queue",
+        ),
+        (
+            "latency_us.p50/p99/max",
+            "wakeup-to-run latency percentiles over the interval (bucket upper bounds)",
+        ),
+        (
+            "busy_pct",
+            "share of the interval each proc ran scx_gmp tasks",
+        ),
+        (
+            "numa / numa=%",
+            "task starts on the home node versus elsewhere",
+        ),
+        ("restarts", "reloads after CPU hotplug"),
+    ];
+    for (n, d) in gauges {
+        let _ = writeln!(out, "  {n:<28} {d}");
+    }
+    out.push_str("Counters (deltas over the interval; per CPU with --stats-detail):\n");
+    for (n, d) in STATS {
+        let _ = writeln!(out, "  {n:<28} {d}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metrics(ts: u64, k: u64) -> Metrics {
+        let sample = Sample {
+            per_cpu: vec![vec![k; NR_STATS], vec![2 * k; NR_STATS]],
+            lat: vec![k; crate::stats::NR_LAT_BUCKETS],
+        };
+        let g = Gauges {
+            procs: vec![0, 1],
+            idle_procs: 1,
+            local_queued: vec![1, 2],
+            shared_queued: vec![3],
+            restarts: 0,
+        };
+        Metrics::new(ts, &sample, &g, &[0, 0])
+    }
+
+    #[test]
+    fn first_reading_prints_nothing_then_deltas() {
+        let mut p = Printer::new(Format {
+            json: true,
+            detail: false,
+        });
+        assert!(p.feed(metrics(1000, 1)).is_none());
+        let line = p.feed(metrics(2000, 3)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        // cpu0: 3-1, cpu1: 6-2
+        assert_eq!(v["dispatch"]["local"], 2 + 4);
+        assert_eq!(v["interval_s"], 1.0);
+    }
+
+    #[test]
+    fn detail_has_a_line_per_node_and_cpu() {
+        let mut p = Printer::new(Format {
+            json: false,
+            detail: true,
+        });
+        p.feed(metrics(1000, 1));
+        let out = p.feed(metrics(2000, 2)).unwrap();
+        assert!(out.lines().next().unwrap().starts_with("SCHED 2000ms"));
+        assert!(out.contains("  node0: cpus=0-1 runqueue=3"), "{out}");
+        assert!(out.contains("  P1: node=0 runq=2"), "{out}");
+    }
+
+    #[test]
+    fn metrics_survive_json() {
+        let m = metrics(5, 7);
+        let back: Metrics = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back.sample().per_cpu, m.sample().per_cpu);
+    }
+
+    #[test]
+    fn help_lists_every_counter() {
+        let h = help_stats();
+        for (n, _) in STATS {
+            assert!(h.contains(n), "{n}");
+        }
+    }
+}

@@ -1,0 +1,230 @@
+# Fault cases F1..F17 from shared/design/reliability.md. DUR is the stress duration (20 s in
+# the fast tier, 60 s in the full tier); LANE_TIMEOUT_MS, when set, is exported as
+# SCX_TIMEOUT_MS (the watchdog lane).
+
+DUR=${DUR:-20}
+
+# Run WORKLOAD (a shell string) for its duration under scx_gmp and judge the usual pass
+# condition: still loaded after it, clean SIGINT exit, no kernel faults, workload exit 0.
+# survive NAME WORKLOAD [SCX_FLAGS...]
+survive() {
+  local name=$1 work=$2; shift 2
+  dmesg_mark
+  start_sched "$name" "$@" || { fail "$name" "did not load: $(tail -2 "$LOGS/$name.err")"; return; }
+  bash -c "$work" > "$LOGS/$name-work.log" 2>&1; local wrc=$?
+  local st; st=$(state)
+  stop_sched INT
+  local faults; faults=$(kernel_faults)
+  if [ "$st" != enabled ]; then fail "$name" "unloaded during the workload (state $st): $(grep -i exit "$LOGS/$name.err" | tail -2)"
+  elif [ "$SCHED_RC" -ne 0 ]; then fail "$name" "exit $SCHED_RC: $(tail -2 "$LOGS/$name.err")"
+  elif [ -n "$faults" ]; then fail "$name" "kernel log: $faults"
+  elif [ "$wrc" -ne 0 ]; then fail "$name" "workload exit $wrc: $(tail -2 "$LOGS/$name-work.log")"
+  else pass "$name" "${SURVIVE_NOTE:-survived} (watchdog ${SCX_TIMEOUT_MS:-5000} ms)"
+  fi
+}
+
+t_f1_overload() {
+  SURVIVE_NOTE="stress-ng -c $((4 * NCPU)) for $DUR s" \
+    survive f1_overload "stress-ng --temp-path /tmp -q -c $((4 * NCPU)) -t $DUR"
+}
+
+# A test-only flag stops dispatching. The guest stalls until the watchdog ejects the
+# scheduler, so the timing comes from the kernel's own timestamps, not from this script.
+t_f2_watchdog() {
+  dmesg_mark
+  local rc en dis ms seq0
+  seq0=$(enable_seq)
+  timeout -s KILL 120 "$SCX" --test-stall > "$LOGS/f2.out" 2> "$LOGS/f2.err"; rc=$?
+  wait_state disabled 10
+  en=$(dmesg_new | grep -m1 'sched_ext: BPF scheduler "scx_gmp.*" enabled' | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
+  dis=$(dmesg_new | grep -m1 'disabled (runnable task stall)' | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
+  ms=$(awk -v a="$en" -v b="$dis" 'BEGIN { if (a == "" || b == "") print -1; else printf "%d", (b - a) * 1000 }')
+  local limit=$(( ${SCX_TIMEOUT_MS:-5000} * 3 / 2 ))
+  if [ "$(enable_seq)" -le "$seq0" ]; then fail f2_watchdog "never enabled: $(tail -2 "$LOGS/f2.err")"
+  elif [ "$rc" -eq 0 ] || [ "$rc" -eq 137 ]; then fail f2_watchdog "loader exit $rc after a stall (want an error exit)"
+  elif ! grep -q 'exit kind 1026 (watchdog stall)' "$LOGS/f2.err"; then fail f2_watchdog "loader did not report the stall: $(tail -3 "$LOGS/f2.err")"
+  elif [ "$ms" -lt 0 ]; then fail f2_watchdog "no enable/stall pair in the kernel log"
+  elif [ "$ms" -gt "$limit" ]; then fail f2_watchdog "ejected $ms ms after enabling (limit $limit)"
+  elif [ "$(state)" != disabled ]; then fail f2_watchdog "state $(state)"
+  else pass f2_watchdog "ejected $ms ms after enabling (timeout ${SCX_TIMEOUT_MS:-5000} ms); loader exit $rc: $(grep -m1 '^scx_gmp: error' "$LOGS/f2.err")"
+  fi
+}
+
+# Toggle CPUs offline and online under stress; the loader must reload each time.
+t_f3_hotplug() {
+  dmesg_mark
+  local rounds=${HOTPLUG_ROUNDS:-2} i c seq0 restarts bad=""
+  start_sched f3 --stats 1 --json || { fail f3_hotplug "did not load"; return; }
+  stress-ng --temp-path /tmp -q -c "$NCPU" -t 600 & local spid=$!
+  seq0=$(enable_seq)
+  for ((i = 0; i < rounds; i++)); do
+    c=$((NCPU - 1 - i % (NCPU - 1)))
+    for v in 0 1; do
+      echo $v > /sys/devices/system/cpu/cpu$c/online || bad+="cpu$c=$v write failed; "
+      # The kernel unloads scx_gmp (restart request); the loader reloads it.
+      local want=$((seq0 + 1)) t=0
+      while [ "$(enable_seq)" -lt "$want" ] || [ "$(state)" != enabled ]; do
+        sleep 0.2; t=$((t + 1)); [ $t -ge 600 ] && { bad+="no reload after cpu$c=$v; "; break; }
+        kill -0 "$SCHED_PID" 2>/dev/null || { bad+="loader exited after cpu$c=$v; "; break 3; }
+      done
+      seq0=$(enable_seq)
+    done
+  done
+  sleep 2.5
+  kill "$spid"; wait "$spid" 2>/dev/null
+  for c in /sys/devices/system/cpu/cpu[1-9]*/online; do echo 1 > "$c" 2>/dev/null; done
+  stop_sched INT
+  restarts=$(python3 -c 'import json,sys; print(max([json.loads(l).get("restarts",0) for l in open(sys.argv[1]) if l.startswith("{")] or [0]))' "$LOGS/f3.out")
+  local faults; faults=$(kernel_faults)
+  if [ -n "$bad" ]; then fail f3_hotplug "$bad $(tail -2 "$LOGS/f3.err")"
+  elif [ "$SCHED_RC" -ne 0 ]; then fail f3_hotplug "exit $SCHED_RC: $(tail -2 "$LOGS/f3.err")"
+  elif [ -n "$faults" ]; then fail f3_hotplug "kernel log: $faults"
+  elif [ "$restarts" -lt $((2 * rounds)) ]; then fail f3_hotplug "stats show $restarts restarts, want $((2 * rounds))"
+  else pass f3_hotplug "$rounds offline/online rounds under stress: $restarts restarts with fresh topology, never an error exit"
+  fi
+}
+
+# Hotplug racing the loader's open..attach window.
+t_f3b_hotplug_restart() {
+  dmesg_mark
+  local n=${F3B_ROUNDS:-20} i rc bad="" c=$((NCPU - 1))
+  ( while :; do echo 0 > /sys/devices/system/cpu/cpu$c/online; sleep 0.7; echo 1 > /sys/devices/system/cpu/cpu$c/online; sleep 0.9; done ) &
+  local tog=$!
+  for ((i = 0; i < n; i++)); do
+    timeout -s INT 12 "$SCX" > "$LOGS/f3b-$i.out" 2> "$LOGS/f3b-$i.err"; rc=$?
+    [ "$rc" -ne 0 ] && bad+="run $i exit $rc ($(grep -m1 -iE 'error|EXIT' "$LOGS/f3b-$i.err")); "
+    wait_state disabled 10
+  done
+  kill "$tog"; wait "$tog" 2>/dev/null
+  echo 1 > /sys/devices/system/cpu/cpu$c/online 2>/dev/null
+  local faults; faults=$(kernel_faults)
+  if [ -n "$bad" ]; then fail f3b_hotplug_restart "$bad"
+  elif [ -n "$faults" ]; then fail f3b_hotplug_restart "kernel log: $faults"
+  else pass f3b_hotplug_restart "$n loader runs with CPU $c toggling: all exited 0"
+  fi
+}
+
+t_f4_affinity() {
+  SURVIVE_NOTE="race-sched, affinity-rand for $DUR s" survive f4_affinity \
+    "stress-ng --temp-path /tmp -q --race-sched 8 -t $DUR && stress-ng --temp-path /tmp -q --affinity 4 --affinity-rand -t $DUR"
+}
+
+t_f5_pinned() {
+  SURVIVE_NOTE="6 hogs and yes pinned to CPU 1 for $DUR s" survive f5_pinned \
+    "timeout $DUR taskset -c 1 yes > /dev/null & taskset -c 1 stress-ng --temp-path /tmp -q -c 6 -t $DUR; wait"
+}
+
+t_f6_rt_hog() {
+  local pinned rt ticks
+  dmesg_mark
+  start_sched f6 || { fail f6_rt_hog "did not load"; return; }
+  taskset -c 1 sh -c 'while :; do :; done' & pinned=$!
+  chrt -f 40 taskset -c 1 stress-ng --temp-path /tmp -q --cpu 1 -t "$DUR" & rt=$!
+  wait "$rt"; local rrc=$?
+  ticks=$(cputime "$pinned")
+  kill "$pinned"; wait "$pinned" 2>/dev/null
+  local st; st=$(state)
+  stop_sched INT
+  local hz; hz=$(getconf CLK_TCK)
+  local faults; faults=$(kernel_faults)
+  if [ "$st" != enabled ] || [ "$SCHED_RC" -ne 0 ]; then fail f6_rt_hog "state $st, exit $SCHED_RC: $(tail -2 "$LOGS/f6.err")"
+  elif [ -n "$faults" ]; then fail f6_rt_hog "kernel log: $faults"
+  elif [ "$ticks" -le 0 ]; then fail f6_rt_hog "the task pinned beside the RT hog never ran"
+  else pass f6_rt_hog "RT hog on CPU 1 for $DUR s: the pinned scx task still got $((100 * ticks / hz)) cs of CPU (rt exit $rrc)"
+  fi
+}
+
+t_f7_fork() {
+  local work="stress-ng --temp-path /tmp -q --fork 8 --clone 8 --exec 4 -t $DUR"
+  if [ "${FULL:-0}" = 1 ]; then
+    # A fork bomb inside a cgroup with pids.max 512.
+    work+=" && mkdir -p /sys/fs/cgroup/gmp-bomb && echo 512 > /sys/fs/cgroup/gmp-bomb/pids.max && \
+      (echo \$BASHPID > /sys/fs/cgroup/gmp-bomb/cgroup.procs; timeout 20 bash -c 'b() { b | b & }; b' 2>/dev/null; true) ; \
+      sleep 1; kill -9 \$(cat /sys/fs/cgroup/gmp-bomb/cgroup.procs) 2>/dev/null; sleep 1; rmdir /sys/fs/cgroup/gmp-bomb; true"
+  fi
+  SURVIVE_NOTE="fork/clone/exec storm for $DUR s" survive f7_fork "$work"
+}
+
+t_f8_cgroups() {
+  local n=${CGROUP_CHURN:-200}
+  SURVIVE_NOTE="$n cgroups created and removed, a busy task moved between two cgroups" survive f8_cgroups "
+    for i in \$(seq 1 $n); do mkdir /sys/fs/cgroup/gmp-c\$i && rmdir /sys/fs/cgroup/gmp-c\$i; done
+    mkdir -p /sys/fs/cgroup/gmp-a /sys/fs/cgroup/gmp-b
+    sh -c 'while :; do :; done' & h=\$!
+    for i in \$(seq 1 $n); do echo \$h > /sys/fs/cgroup/gmp-a/cgroup.procs; echo \$h > /sys/fs/cgroup/gmp-b/cgroup.procs; done
+    kill \$h; wait \$h 2>/dev/null
+    rmdir /sys/fs/cgroup/gmp-a /sys/fs/cgroup/gmp-b"
+}
+
+t_f9_policy() {
+  SURVIVE_NOTE="schedpolicy/resched for $DUR s and chrt -b/-i/-o" survive f9_policy "
+    stress-ng --temp-path /tmp -q --schedpolicy 4 --resched 4 -t $DUR || exit \$?
+    sh -c 'while :; do :; done' & h=\$!
+    for p in -b -i -o -b -o; do chrt \$p -p 0 \$h || exit 1; sleep 0.3; done
+    kill \$h; wait \$h 2>/dev/null; true"
+}
+
+t_f10_load_loop() {
+  local n=${LOAD_CYCLES:-5} i seq0 bad=""
+  seq0=$(enable_seq)
+  for ((i = 0; i < n; i++)); do
+    start_sched "f10-$i" || { bad+="cycle $i: not enabled; "; kill -INT "$SCHED_PID" 2>/dev/null; wait "$SCHED_PID"; continue; }
+    stop_sched INT
+    [ "$SCHED_RC" -ne 0 ] && bad+="cycle $i: exit $SCHED_RC; "
+    [ "$(state)" != disabled ] && bad+="cycle $i: state $(state); "
+  done
+  local d=$(($(enable_seq) - seq0))
+  if [ -n "$bad" ]; then fail f10_load_loop "$bad"
+  elif [ "$d" -ne "$n" ]; then fail f10_load_loop "enable_seq moved by $d over $n cycles"
+  else pass f10_load_loop "$n load/unload cycles: each ended disabled, enable_seq +$d"
+  fi
+}
+
+t_f12_sysrq_s() {
+  echo 1 > /proc/sys/kernel/sysrq
+  start_sched f12 || { fail f12_sysrq_s "did not load"; return; }
+  dmesg_mark
+  echo S > /proc/sysrq-trigger
+  wait "$SCHED_PID"; local rc=$?
+  wait_state disabled 10
+  if [ "$rc" -eq 0 ]; then fail f12_sysrq_s "loader exited 0 after SysRq-S"
+  elif ! grep -q 'exit kind 67' "$LOGS/f12.err"; then fail f12_sysrq_s "loader did not report kind 67: $(tail -3 "$LOGS/f12.err")"
+  elif [ "$(state)" != disabled ]; then fail f12_sysrq_s "state $(state)"
+  else pass f12_sysrq_s "ejected by SysRq-S; loader said '$(grep -m1 'exit kind' "$LOGS/f12.err")', exit $rc"
+  fi
+}
+
+t_f13_sysrq_d() {
+  local tr=/sys/kernel/tracing
+  [ -d "$tr/events" ] || mount -t tracefs tracefs "$tr" 2>/dev/null
+  echo 1 > /proc/sys/kernel/sysrq
+  start_sched f13 || { fail f13_sysrq_d "did not load"; return; }
+  echo 1 > "$tr/events/sched_ext/sched_ext_dump/enable" 2>/dev/null
+  echo > "$tr/trace"
+  echo D > /proc/sysrq-trigger
+  sleep 2
+  local lines; lines=$(grep -c sched_ext_dump "$tr/trace")
+  local st; st=$(state)
+  echo 0 > "$tr/events/sched_ext/sched_ext_dump/enable" 2>/dev/null
+  stop_sched INT
+  if [ "$st" != enabled ]; then fail f13_sysrq_d "not loaded after SysRq-D (state $st)"
+  elif [ "$lines" -le 0 ]; then fail f13_sysrq_d "no sched_ext_dump lines in the trace"
+  elif [ "$SCHED_RC" -ne 0 ]; then fail f13_sysrq_d "exit $SCHED_RC"
+  else pass f13_sysrq_d "still loaded after SysRq-D; $lines dump lines readable in the trace"
+  fi
+}
+
+t_f15_memory() {
+  SURVIVE_NOTE="stress-ng --vm 2 --vm-bytes 80% for $DUR s" survive f15_memory \
+    "stress-ng --temp-path /tmp -q --vm 2 --vm-bytes 80% -t $DUR; true"
+}
+
+t_f17_sigterm() {
+  dmesg_mark
+  timeout --preserve-status -s TERM 20 "$SCX" > "$LOGS/f17.out" 2> "$LOGS/f17.err"; local rc=$?
+  wait_state disabled 10
+  if [ "$rc" -ne 0 ]; then fail f17_sigterm "exit $rc: $(tail -2 "$LOGS/f17.err")"
+  elif [ "$(state)" != disabled ]; then fail f17_sigterm "state $(state)"
+  else pass f17_sigterm "timeout --preserve-status 20 scx_gmp -> exit 0, disabled"
+  fi
+}
