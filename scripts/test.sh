@@ -77,9 +77,12 @@ for KVER in "${KERNELS[@]}"; do
   rm -rf "$RES"; mkdir -p "$RES"
   k_pass=0; k_fail=0; k_failed_names=""
   # shellcheck disable=SC2086
-  timeout 5400 scripts/vm.sh --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
-    --results "$RES" -- "$REPO/tests/vm/suite.sh" "$REPO" "$RES" "$TIER" $CASES
+  # The guest's console (kernel log included) goes to a file, to diagnose a hang or oops.
+  limit=1500; [ "$TIER" = full ] && limit=5000
+  timeout "$limit" scripts/vm.sh --verbose --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
+    --results "$RES" -- "$REPO/tests/vm/suite.sh" "$REPO" "$RES" "$TIER" $CASES > "$RES/console.log" 2>&1
   vm_rc=$?
+  grep -E '\] (PASS|FAIL) ' "$RES/suite.log" 2>/dev/null | cut -c1-200
   if [ -f "$RES/results.txt" ]; then
     while read -r verdict rest; do
       name=${rest%%:*}; detail=${rest#*: }
@@ -88,7 +91,8 @@ for KVER in "${KERNELS[@]}"; do
     done < "$RES/results.txt"
   fi
   if [ ! -f "$RES/complete" ]; then
-    record FAIL "[$KVER] vm_suite" "the guest did not finish the suite (vm.sh exit $vm_rc); see $RES/suite.log"
+    record FAIL "[$KVER] vm_suite" "the guest did not finish the suite (vm.sh exit $vm_rc); see $RES/suite.log and $RES/console.log"
+    echo "--- last lines of the guest console:"; tail -n 25 "$RES/console.log"
     k_fail=$((k_fail + 1)); k_failed_names+=" vm_suite"
   fi
   KSUMMARY+=("$(printf '%-24s %6s %6s %6s  %s' "$KVER" $((k_pass + k_fail)) "$k_pass" "$k_fail" "${k_failed_names:- -}")")

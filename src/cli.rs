@@ -1,6 +1,6 @@
 //! Command-line flags. Every flag has a default that works on any machine.
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -11,6 +11,9 @@ use clap::Parser;
              long runners."
 )]
 pub struct Opts {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Time slice in microseconds (Go preempts after 10 ms).
     #[arg(short = 's', long, default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
@@ -77,6 +80,16 @@ pub struct Opts {
     /// Verbose output, including libbpf's.
     #[arg(short = 'v', long)]
     pub verbose: bool,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Full-screen live view of the running scx_gmp (attaches like --monitor; q quits).
+    Top {
+        /// Refresh period in seconds.
+        #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
+        interval: f64,
+    },
 }
 
 fn parse_interval(s: &str) -> Result<f64, String> {

@@ -6,6 +6,7 @@ mod metrics;
 mod preflight;
 mod sched;
 mod stats;
+mod top;
 mod topo;
 mod version;
 
@@ -81,6 +82,9 @@ fn run(opts: cli::Opts) -> Result<()> {
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("failed to install the SIGINT/SIGTERM handler")?;
 
+    if let Some(cli::Command::Top { interval }) = opts.command {
+        return top::run(interval, &shutdown);
+    }
     if let Some(secs) = opts.monitor {
         return monitor(secs, &opts, &shutdown);
     }

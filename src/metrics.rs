@@ -70,7 +70,7 @@ impl Metrics {
         }
     }
 
-    fn sample(&self) -> Sample {
+    pub fn sample(&self) -> Sample {
         let n = self
             .cpus
             .keys()
@@ -89,7 +89,7 @@ impl Metrics {
         }
     }
 
-    fn gauges(&self) -> Gauges {
+    pub fn gauges(&self) -> Gauges {
         Gauges {
             procs: self.procs.iter().map(|&c| c as usize).collect(),
             idle_procs: self.idle_procs as usize,
