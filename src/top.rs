@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Latency rows of the heat map: powers of two of microseconds, top row open-ended.
-const HEAT_ROWS: usize = 14;
+const HEAT_ROWS: usize = 18;
 /// Columns of history kept for the heat map.
 const HISTORY: usize = 240;
 

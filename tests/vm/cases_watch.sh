@@ -67,7 +67,8 @@ t_top() {
   for w in "scx_gmp top" "P0" "P$((NCPU - 1))" "node1" "dispatch mix" "wakeup-to-run latency" "SCHED "; do
     grep -qF "$w" "$LOGS/top-screen1.txt" || miss+=" '$w'"
   done
-  local w2; w2=$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$LOGS/top-screen2.txt")
+  # Width in characters (the frame is drawn with multi-byte box characters).
+  local w2; w2=$(python3 -c 'import sys; print(max(len(l.rstrip("\n")) for l in open(sys.argv[1], encoding="utf-8")))' "$LOGS/top-screen2.txt")
   if [ -n "$miss" ]; then fail top "screen lacks$miss"
   elif [ "$still" = yes ]; then fail top "q did not quit"
   elif [ "$w2" -gt 110 ]; then fail top "did not follow the resize (width $w2)"
