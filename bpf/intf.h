@@ -51,6 +51,7 @@ enum gmp_stat {
 	ST_LAT_SUM_US,       /* sum of wakeup-to-run latencies */
 	ST_LAT_COUNT,        /* number of latency samples */
 	ST_STOLEN_OUT,       /* tasks other CPUs stole from this CPU's queue (victim's slot) */
+	ST_PREEMPT_WAKEUP,   /* wakeups that preempted a task running past wakeup_preempt_ns */
 	GMP_NR_STATS,
 };
 

@@ -39,6 +39,7 @@ const volatile u32 fair_tick = 61;        /* Go's schedtick%61 global-queue poll
 const volatile u32 steal_max = 32;
 const volatile u32 numa_steal_min = 2;
 const volatile bool runnext_on = true;
+const volatile u64 wakeup_preempt_ns = 1000000; /* 0: wakeups never preempt */
 const volatile u32 cpu_node[MAX_CPUS];
 /*
  * TEST ONLY (--test-stall, hidden): stop dispatching so the kernel's watchdog must eject the
@@ -357,6 +358,21 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 		/* Other work waits behind the runnext task: let an idle CPU come and steal it. */
 		if (queued > 0)
 			wakep(node, p->cpus_ptr);
+		return;
+	}
+
+	/*
+	 * Wakeup preemption (not in Go, which leaves it to sysmon's 10 ms): a task waking on a CPU
+	 * whose current task has run for wakeup_preempt_ns or more goes straight to that CPU and
+	 * preempts it, so sleepers see sub-slice latency while hogs still get long slices. The
+	 * preempted task goes to the shared queue's tail like any preempted task. The CPU is
+	 * in p->cpus_ptr (checked above, under the task's rq lock), so LOCAL_ON is safe.
+	 */
+	if (wakeup_preempt_ns && cctx && cctx->running_pid && cctx->running_since &&
+	    scx_bpf_now() - cctx->running_since >= wakeup_preempt_ns &&
+	    scx_bpf_dsq_nr_queued(cpu) == 0) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags | SCX_ENQ_PREEMPT);
+		stat_add(ST_PREEMPT_WAKEUP, 1);
 		return;
 	}
 

@@ -80,6 +80,7 @@ impl<'a> Scheduler<'a> {
         rodata.steal_max = opts.steal_max;
         rodata.numa_steal_min = opts.numa_steal_min;
         rodata.runnext_on = !opts.no_runnext;
+        rodata.wakeup_preempt_ns = opts.wakeup_preempt_us * 1000;
         rodata.test_stall = opts.test_stall;
         for c in 0..topo.nr_cpu_ids {
             rodata.cpu_node[c] = topo.cpu_node[c];

@@ -77,8 +77,9 @@ pub const STATS: [(&str, &str); NR_STATS] = [
     ("lat_sum_us", "sum of wakeup-to-run latencies (us)"),
     ("lat_count", "wakeup-to-run latency samples"),
     ("stolen_out", "tasks other CPUs stole from this CPU's queue"),
+    ("preempt_wakeup", "wakeups that preempted a task running past --wakeup-preempt-us"),
 ];
-pub const NR_STATS: usize = 29;
+pub const NR_STATS: usize = 30;
 pub const NR_LAT_BUCKETS: usize = 100;
 
 /// Index of a counter by name; the names are fixed at compile time.
@@ -270,7 +271,11 @@ impl Report<'_> {
                 "pinned": t("enq_pinned"),
                 "reenq": t("enq_reenq"),
             },
-            "preempt": { "sysmon": t("preempt_sysmon"), "slice": t("preempt_slice") },
+            "preempt": {
+                "sysmon": t("preempt_sysmon"),
+                "slice": t("preempt_slice"),
+                "wakeup": t("preempt_wakeup"),
+            },
             "kicks": { "idle": t("kick_idle"), "preempt": t("kick_preempt") },
             "numa": {
                 "local": t("numa_local"),
@@ -309,7 +314,7 @@ impl Report<'_> {
         let steals = t("disp_steal_llc") + t("disp_steal_node") + t("disp_steal_remote");
         format!(
             "SCHED {}ms: procs={} idle={} runqueue={} [{}] runnext={} local={} shared={} \
-             fair={} steals={}/{} preempt={}+{} kicks={} numa={:.0}% p50={}us p99={}us max={}us",
+             fair={} steals={}/{} preempt={}+{}+{} kicks={} numa={:.0}% p50={}us p99={}us max={}us",
             self.elapsed_ms,
             self.g.procs.len(),
             self.g.idle_procs,
@@ -323,6 +328,7 @@ impl Report<'_> {
             t("stolen_tasks"),
             t("preempt_sysmon"),
             t("preempt_slice"),
+            t("preempt_wakeup"),
             t("kick_idle"),
             self.numa_local_pct(),
             percentile_us(&d.lat, 0.50),

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Benchmarks: boots one VM and runs every workload under the kernel's default scheduler
+# (EEVDF, nothing loaded), under scx_gmp, and under any other sched_ext scheduler named with
+# --sched, in interleaved rounds whose order rotates. Writes a Markdown table, a CSV and a PNG
+# chart of the ratios to EEVDF, and puts the table and chart in the README.
+#
+#   scripts/bench.sh [--rounds N] [--duration S] [--cpus N] [--nodes M] [--kernel VER]
+#                    [--sched NAME=/path/to/scheduler] [--gmp-flags "FLAGS"] [--no-readme]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+
+ROUNDS=3; DUR=15; CPUS=4; NODES=2; KVER=${GMP_KERNEL:-6.18.15+deb13-amd64}
+EXTRA=(); GMP_FLAGS=""; README=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --duration) DUR=$2; shift 2 ;;
+    --cpus) CPUS=$2; shift 2 ;;
+    --nodes) NODES=$2; shift 2 ;;
+    --kernel) KVER=$2; shift 2 ;;
+    --sched) EXTRA+=("$2"); shift 2 ;;
+    --gmp-flags) GMP_FLAGS=$2; shift 2 ;;
+    --no-readme) README=0; shift ;;
+    -h|--help) sed -n 2,9p "$0"; exit 0 ;;
+    *) echo "bench.sh: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+[ "$ROUNDS" -ge 3 ] || echo "bench.sh: fewer than 3 rounds: medians will be rough" >&2
+for s in "${EXTRA[@]}"; do
+  bin=${s#*=}; bin=${bin%% *}
+  [[ $s == *=* ]] && [ -x "$bin" ] || { echo "bench.sh: --sched wants NAME=/path/to/executable, got '$s'" >&2; exit 2; }
+done
+
+scripts/setup.sh --kernel "$KVER"
+for p in gnuplot-nox bpftool; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || \
+    { echo "[bench] installing $p"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$p"; }
+done
+# shellcheck disable=SC1091
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+cargo build --release
+
+stamp=$(date -u +%Y-%m-%dT%H%MZ)
+OUT=$REPO/target/bench-results/$stamp
+mkdir -p "$OUT"
+layout="$CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $(grep -q -E '^(kvm_intel|kvm_amd) ' /proc/modules && echo KVM || echo 'qemu software emulation'), $ROUNDS rounds, $stamp"
+SCHEDS=(eevdf "scx_gmp=$REPO/target/release/scx_gmp $GMP_FLAGS" "${EXTRA[@]}")
+echo "[bench] $layout"
+BENCH_DUR=$DUR timeout 7200 scripts/vm.sh --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
+  --results "$OUT" -- env BENCH_DUR="$DUR" "$REPO/tests/bench/guest.sh" "$OUT" "$ROUNDS" "${SCHEDS[@]}" || true
+[ -f "$OUT/complete" ] || { echo "bench.sh: the guest did not finish; see $OUT/bench.log" >&2; exit 1; }
+
+python3 tests/bench/report.py "$OUT/raw.csv" "$OUT" "$layout"
+gnuplot "$OUT/ratios.gp"
+echo "[bench] results: $OUT/bench.md, $OUT/bench.csv, $OUT/bench.png"
+
+if [ "$README" = 1 ]; then
+  mkdir -p docs
+  cp "$OUT/bench.md" docs/bench.md; cp "$OUT/bench.csv" docs/bench.csv; cp "$OUT/bench.png" docs/bench.png
+  python3 - "$OUT/bench.md" <<'PY'
+import re, sys
+table = open(sys.argv[1]).read().strip()
+readme = open("README.md").read()
+block = "<!-- bench:start -->\n" + table + "\n\n![ratios to EEVDF](docs/bench.png)\n<!-- bench:end -->"
+readme = re.sub(r"<!-- bench:start -->.*<!-- bench:end -->", lambda m: block, readme, flags=re.S)
+open("README.md", "w").write(readme)
+PY
+  echo "[bench] README.md and docs/ updated"
+fi

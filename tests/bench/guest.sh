@@ -1,0 +1,170 @@
+#!/bin/bash
+# Benchmark workloads, run inside the VM by scripts/bench.sh. Every workload runs under each
+# scheduler in interleaved rounds (the order rotates each round). Results: CSV rows
+# "round,sched,workload,metric,value" in $OUT/raw.csv.
+#   guest.sh OUT ROUNDS SCHED_SPEC...    (SCHED_SPEC: eevdf, or NAME=/path/to/binary [flags])
+set -u
+OUT=$1; ROUNDS=$2; shift 2
+SCHEDS=("$@")
+N=$(nproc)
+DUR=${BENCH_DUR:-15}
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+RAW=$OUT/raw.csv
+LOG=$OUT/bench.log
+echo "round,sched,workload,metric,value" > "$RAW"
+log() { printf '[%s] %s\n' "$(date +%T)" "$*" | tee -a "$LOG" >&2; }
+emit() { echo "$ROUND,$SNAME,$1,$2,$3" >> "$RAW"; log "$SNAME $1 $2=$3"; }
+state() { cat /sys/kernel/sched_ext/state; }
+
+SPID=""
+start_sched() { # SPEC
+  local spec=$1
+  SNAME=${spec%%=*}
+  [ "$spec" = eevdf ] && { SNAME=eevdf; return 0; }
+  local cmd=${spec#*=}
+  # shellcheck disable=SC2086
+  $cmd > "$OUT/$SNAME-r$ROUND.log" 2>&1 &
+  SPID=$!
+  for _ in $(seq 1 900); do [ "$(state)" = enabled ] && return 0; sleep 0.1; done
+  log "$SNAME did not load"; return 1
+}
+stop_sched() {
+  [ -n "$SPID" ] || return 0
+  kill -INT "$SPID"; wait "$SPID"; SPID=""
+  for _ in $(seq 1 100); do [ "$(state)" = disabled ] && return 0; sleep 0.1; done
+}
+
+# cyclictest (SCHED_OTHER threads, so the scheduler under test places them) while CPU hogs
+# oversubscribe the CPUs: wakeup latency percentiles from its histogram.
+w_cyclictest() {
+  stress-ng --temp-path /tmp -q -c $((2 * N)) -t $((DUR + 3)) &
+  local hp=$!
+  sleep 1
+  cyclictest --policy=other -m -q -t "$N" -i 1000 -D "$DUR" -h 200000 > "$OUT/cyc.tmp" 2>&1
+  wait "$hp"
+  python3 - "$OUT/cyc.tmp" <<'EOF' | while read -r k v; do emit cyclictest "$k" "$v"; done
+import sys
+hist = {}
+mx = 0
+for line in open(sys.argv[1]):
+    if line.startswith("# Max Latencies"):
+        mx = max(int(x) for x in line.split(":")[1].split())
+    if line[:1].isdigit():
+        f = line.split()
+        hist[int(f[0])] = hist.get(int(f[0]), 0) + sum(int(x) for x in f[1:])
+total = sum(hist.values())
+def pct(q):
+    c = 0
+    for us in sorted(hist):
+        c += hist[us]
+        if c >= q * total:
+            return us
+    return mx
+print("p50_us", pct(0.5)); print("p99_us", pct(0.99)); print("max_us", mx)
+EOF
+}
+
+w_hackbench() {
+  local t
+  t=$(hackbench -g 8 -l 400 2>&1 | awk '/^Time:/ {print $2}'); emit hackbench_proc time_s "${t:-nan}"
+  t=$(hackbench -T -g 8 -l 400 2>&1 | awk '/^Time:/ {print $2}'); emit hackbench_thread time_s "${t:-nan}"
+}
+
+w_pipe() {
+  local u; u=$(perf bench sched pipe -l 40000 2>&1 | awk '/usecs\/op/ {print $1}')
+  emit pipe usec_per_rt "${u:-nan}"
+}
+
+w_stress() {
+  local b; b=$(stress-ng --temp-path /tmp -c $((2 * N)) -t "$DUR" --metrics-brief 2>&1 | awk '/ cpu / {print $(NF-1)}')
+  emit stress_cpu bogo_ops_s "${b:-nan}"
+}
+
+# N+1 CPU hogs on N CPUs: Jain's index of their CPU time.
+w_fair() {
+  local pids=() i t=""
+  for ((i = 0; i <= N; i++)); do sh -c 'while :; do :; done' & pids+=($!); done
+  sleep "$DUR"
+  for i in "${pids[@]}"; do t+=" $(awk '{print $14 + $15}' /proc/$i/stat)"; done
+  kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null
+  emit fairness jain "$(awk '{ for (i = 1; i <= NF; i++) { s += $i; q += $i * $i; n++ } } END { printf "%.4f", s * s / (n * q) }' <<< "$t")"
+}
+
+# Memory-bound threads whose memory lives on node 0 (numactl --membind), as many as node 0
+# has CPUs: throughput, and the share of samples in which they ran on node 0.
+w_numa() {
+  local node0 nthreads
+  node0=$(cat /sys/devices/system/node/node0/cpulist)
+  nthreads=$(python3 -c "
+s='$node0'; n=0
+for part in s.split(','):
+    a,_,b=part.partition('-'); n += (int(b)-int(a)+1) if b else 1
+print(n)")
+  numactl --membind=0 stress-ng --temp-path /tmp --stream "$nthreads" --stream-l3-size 4M -t "$DUR" --metrics-brief > "$OUT/numa.tmp" 2>&1 &
+  local sp=$!
+  sleep 2
+  python3 - "$node0" "$((DUR - 3))" <<'EOF' > "$OUT/numa-share.tmp"
+import glob, sys, time
+cpus = set()
+for part in sys.argv[1].split(","):
+    a, _, b = part.partition("-")
+    cpus.update(range(int(a), int(b or a) + 1))
+on = tot = 0
+end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    for st in glob.glob("/proc/[0-9]*/task/*/stat"):
+        try:
+            s = open(st).read()
+        except OSError:
+            continue
+        if "(stress-ng-stre" not in s and "(stress-ng-stream" not in s:
+            continue
+        f = s.rsplit(")", 1)[1].split()
+        if f[0] != "R":
+            continue
+        tot += 1
+        on += int(f[36]) in cpus
+    time.sleep(0.05)
+print("%.4f" % (on / tot if tot else 0))
+EOF
+  wait "$sp"
+  emit numa bogo_ops_s "$(awk '/ stream / {print $(NF-1)}' "$OUT/numa.tmp")"
+  emit numa node0_share "$(cat "$OUT/numa-share.tmp")"
+}
+
+# Average ns per call of each scx BPF program while a mixed load runs (bpf_stats_enabled).
+w_overhead() {
+  [ -n "$SPID" ] || return 0
+  sysctl -q kernel.bpf_stats_enabled=1
+  local before; before=$(bpftool -j prog show 2>/dev/null)
+  hackbench -g 4 -l 300 > /dev/null 2>&1
+  perf bench sched pipe -l 20000 > /dev/null 2>&1
+  local after; after=$(bpftool -j prog show 2>/dev/null)
+  sysctl -q kernel.bpf_stats_enabled=0
+  python3 - <(echo "$before") <(echo "$after") <<'EOF' | while read -r k v; do emit overhead "$k" "$v"; done
+import json, sys
+b = {p["id"]: p for p in json.load(open(sys.argv[1]))}
+a = json.load(open(sys.argv[2]))
+for p in a:
+    if p.get("type") != "struct_ops":
+        continue
+    q = b.get(p["id"], {})
+    cnt = p.get("run_cnt", 0) - q.get("run_cnt", 0)
+    ns = p.get("run_time_ns", 0) - q.get("run_time_ns", 0)
+    if cnt > 0:
+        print("ns_%s" % p["name"], "%.0f" % (ns / cnt))
+EOF
+}
+
+WORKLOADS=(cyclictest hackbench pipe stress fair numa overhead)
+log "bench: $N CPUs, nodes $(cat /sys/devices/system/node/online), kernel $(uname -r), rounds $ROUNDS, scheds: ${SCHEDS[*]}"
+for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
+  k=${#SCHEDS[@]}
+  for ((j = 0; j < k; j++)); do
+    spec=${SCHEDS[$(((j + ROUND - 1) % k))]}
+    start_sched "$spec" || continue
+    for w in "${WORKLOADS[@]}"; do "w_$w"; done
+    stop_sched
+  done
+done
+echo complete > "$OUT/complete"

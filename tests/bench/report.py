@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Summarise scripts/bench.sh results: median, min-max spread and ratio to EEVDF per workload
+metric, as Markdown and CSV, plus the data file and gnuplot script for the ratio chart.
+
+    report.py RAW_CSV OUT_DIR LAYOUT
+"""
+import csv
+import statistics
+import sys
+from collections import defaultdict
+
+# Which direction is better, and the target (ratio to EEVDF or absolute) from issue 7.
+METRICS = {
+    ("cyclictest", "p50_us"): ("lower", None),
+    ("cyclictest", "p99_us"): ("lower", "ratio <= 0.8"),
+    ("cyclictest", "max_us"): ("lower", None),
+    ("hackbench_proc", "time_s"): ("lower", "ratio <= 1.0"),
+    ("hackbench_thread", "time_s"): ("lower", "ratio <= 1.0"),
+    ("pipe", "usec_per_rt"): ("lower", "ratio <= 1.0"),
+    ("stress_cpu", "bogo_ops_s"): ("higher", "ratio >= 1.0"),
+    ("fairness", "jain"): ("higher", "value >= 0.98"),
+    ("numa", "bogo_ops_s"): ("higher", None),
+    ("numa", "node0_share"): ("higher", "value >= 0.95"),
+}
+
+
+def main():
+    raw, out, layout = sys.argv[1], sys.argv[2], sys.argv[3]
+    vals = defaultdict(list)
+    scheds = []
+    with open(raw) as f:
+        for row in csv.DictReader(f):
+            try:
+                v = float(row["value"])
+            except ValueError:
+                continue
+            key = (row["workload"], row["metric"])
+            vals[(key, row["sched"])].append(v)
+            if row["sched"] not in scheds:
+                scheds.append(row["sched"])
+    scheds.sort(key=lambda s: (s != "eevdf", s != "scx_gmp", s))
+    keys = sorted({k for k, _ in vals}, key=lambda k: (k[0] != "cyclictest", k))
+
+    md = [f"Layout: {layout}. Median of rounds, [min-max], ratio to EEVDF (median/median).", ""]
+    md.append("| workload | metric | better | " + " | ".join(scheds) + " | target | scx_gmp met |")
+    md.append("|---|---|---|" + "---|" * len(scheds) + "---|---|")
+    rows = [["workload", "metric", "sched", "median", "min", "max", "n", "ratio_to_eevdf"]]
+    chart = []
+    for key in keys:
+        better, target = METRICS.get(key, ("lower", None))
+        base = vals.get((key, "eevdf"))
+        base_med = statistics.median(base) if base else None
+        cells = []
+        met = ""
+        for s in scheds:
+            v = vals.get((key, s))
+            if not v:
+                cells.append("-")
+                continue
+            med = statistics.median(v)
+            ratio = med / base_med if base_med else None
+            rows.append([key[0], key[1], s, f"{med:.4g}", f"{min(v):.4g}", f"{max(v):.4g}", len(v),
+                         f"{ratio:.3f}" if ratio is not None else ""])
+            cell = f"{med:.4g} [{min(v):.4g}-{max(v):.4g}]"
+            if ratio is not None and s != "eevdf":
+                cell += f" ({ratio:.2f}x)"
+                if not key[0].startswith("overhead"):
+                    chart.append((f"{key[0]}:{key[1]}", s, ratio))
+            cells.append(cell)
+            if s == "scx_gmp" and target:
+                what, op, lim = target.split()
+                x = ratio if what == "ratio" else med
+                if x is not None:
+                    ok = x <= float(lim) if op == "<=" else x >= float(lim)
+                    met = "yes" if ok else "no"
+        md.append(f"| {key[0]} | {key[1]} | {better} | " + " | ".join(cells) + f" | {target or ''} | {met} |")
+    with open(f"{out}/bench.md", "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(f"{out}/bench.csv", "w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    others = [s for s in scheds if s != "eevdf"]
+    labels = []
+    for label, _, _ in chart:
+        if label not in labels:
+            labels.append(label)
+    with open(f"{out}/ratios.dat", "w") as f:
+        f.write("metric " + " ".join(others) + "\n")
+        for l in labels:
+            f.write(l + " " + " ".join(
+                next((f"{r:.4f}" for (ll, s, r) in chart if ll == l and s == o), "NaN") for o in others) + "\n")
+    cols = ", ".join(f"'' u {i + 2}:xtic(1) t '{o}'" if i else f"'{out}/ratios.dat' u {i + 2}:xtic(1) t '{o}'"
+                     for i, o in enumerate(others))
+    with open(f"{out}/ratios.gp", "w") as f:
+        f.write(f"""set terminal pngcairo size 1100,520 font ',10'
+set output '{out}/bench.png'
+set title 'Ratio to EEVDF (median of rounds; {layout}) - below 1 is better for times/latency, above 1 for throughput/fairness'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key top left
+set xtics rotate by -30
+set grid ytics
+set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb 'black'
+set yrange [0:*]
+plot {cols}
+""")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
