@@ -31,9 +31,13 @@ if [ ${#KERNELS[@]} -eq 0 ]; then
   [ "$TIER" = full ] && KERNELS+=(6.16.12+deb13-amd64 7.3.4+deb13-amd64)
 fi
 KVER=${KERNELS[0]}
-PASSED=0; FAILED=0; SUMMARY=(); KSUMMARY=()
-record() { # record PASS|FAIL name detail
-  if [ "$1" = PASS ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
+PASSED=0; FAILED=0; SKIPPED=0; SUMMARY=(); KSUMMARY=()
+record() { # record PASS|FAIL|SKIP name detail
+  case "$1" in
+    PASS) PASSED=$((PASSED + 1)) ;;
+    SKIP) SKIPPED=$((SKIPPED + 1)) ;;
+    *) FAILED=$((FAILED + 1)) ;;
+  esac
   SUMMARY+=("$1 $2: $3")
 }
 t_start=$(date +%s)
@@ -75,19 +79,23 @@ for KVER in "${KERNELS[@]}"; do
   echo "== VM suite, $TIER tier (kernel $KVER, $CPUS CPUs in $NODES nodes)"
   RES=$REPO/target/vm-results/$KVER
   rm -rf "$RES"; mkdir -p "$RES"
-  k_pass=0; k_fail=0; k_failed_names=""
+  k_pass=0; k_fail=0; k_skip=0; k_failed_names=""; k_skipped_names=""
   # shellcheck disable=SC2086
   # The guest's console (kernel log included) goes to a file, to diagnose a hang or oops.
   limit=1500; [ "$TIER" = full ] && limit=5000
   timeout "$limit" scripts/vm.sh --verbose --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
     --results "$RES" -- "$REPO/tests/vm/suite.sh" "$REPO" "$RES" "$TIER" $CASES > "$RES/console.log" 2>&1
   vm_rc=$?
-  grep -E '\] (PASS|FAIL) ' "$RES/suite.log" 2>/dev/null | cut -c1-200
+  grep -E '\] (PASS|FAIL|SKIP) ' "$RES/suite.log" 2>/dev/null | cut -c1-200
   if [ -f "$RES/results.txt" ]; then
     while read -r verdict rest; do
       name=${rest%%:*}; detail=${rest#*: }
       record "$verdict" "[$KVER] $name" "$detail"
-      if [ "$verdict" = PASS ]; then k_pass=$((k_pass + 1)); else k_fail=$((k_fail + 1)); k_failed_names+=" $name"; fi
+      case "$verdict" in
+        PASS) k_pass=$((k_pass + 1)) ;;
+        SKIP) k_skip=$((k_skip + 1)); k_skipped_names+=" $name" ;;
+        *) k_fail=$((k_fail + 1)); k_failed_names+=" $name" ;;
+      esac
     done < "$RES/results.txt"
   fi
   if [ ! -f "$RES/complete" ]; then
@@ -95,14 +103,14 @@ for KVER in "${KERNELS[@]}"; do
     echo "--- last lines of the guest console:"; tail -n 25 "$RES/console.log"
     k_fail=$((k_fail + 1)); k_failed_names+=" vm_suite"
   fi
-  KSUMMARY+=("$(printf '%-24s %6s %6s %6s  %s' "$KVER" $((k_pass + k_fail)) "$k_pass" "$k_fail" "${k_failed_names:- -}")")
+  KSUMMARY+=("$(printf '%-24s %6s %6s %6s %7s  %s' "$KVER" $((k_pass + k_fail)) "$k_pass" "$k_fail" "$k_skip" "failed:${k_failed_names:- none} skipped:${k_skipped_names:- none}")")
 done
 
 echo
 echo "== summary ($(($(date +%s) - t_start)) s)"
 for s in "${SUMMARY[@]}"; do echo "$s"; done
 echo
-printf '%-24s %6s %6s %6s  %s\n' kernel tried passed failed "failed cases"
+printf '%-24s %6s %6s %6s %7s  %s\n' kernel tried passed failed skipped cases
 for s in "${KSUMMARY[@]}"; do echo "$s"; done
-echo "$PASSED passed, $FAILED failed"
+if [ "$SKIPPED" -gt 0 ]; then echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"; else echo "$PASSED passed, $FAILED failed"; fi
 [ "$FAILED" -eq 0 ]

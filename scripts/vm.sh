@@ -36,9 +36,9 @@ if [ "$NODES" -lt 1 ] || [ $((CPUS % NODES)) -ne 0 ]; then
 fi
 
 # KVM only where a stock kernel can boot under it (the PVM flavour here cannot).
-ACCEL=(--disable-kvm)
+ACCEL=(--disable-kvm); EMULATED=1
 if [ -w /dev/kvm ] && grep -qE '^(kvm_intel|kvm_amd) ' /proc/modules 2>/dev/null; then
-  ACCEL=()
+  ACCEL=(); EMULATED=0
 fi
 
 per=$((CPUS / NODES)); mem_per=$((MEM / NODES))
@@ -56,7 +56,7 @@ RW=()
 # libbpf resolves the scheduler's kconfig externs from /boot/config-$(uname -r); the guest
 # shares the host's root, which lacks that file, so lay it over a guest-only tmpfs /boot.
 CONFIG=$CACHE/kernels/$KVER/config
-prelude="mount -t tmpfs -o size=16m tmpfs /boot && cp $(printf '%q' "$CONFIG") /boot/config-\$(uname -r);"
+prelude="export GMP_EMULATED=$EMULATED; mount -t tmpfs -o size=16m tmpfs /boot && cp $(printf '%q' "$CONFIG") /boot/config-\$(uname -r);"
 # The command runs through bash -c inside the guest; quote it once here.
 cmd="$prelude $(printf '%q ' "$@")"
 exec "$VNG" -r "$VMLINUZ" "${ACCEL[@]}" --cpus "$CPUS" --memory "${MEM}M" \

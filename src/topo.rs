@@ -76,9 +76,21 @@ impl TopoMaps {
         })
     }
 
-    /// Read the machine's topology (sysfs, through scx_utils).
+    /// Read the machine's topology (sysfs, through scx_utils). A CPU going offline while
+    /// sysfs is read makes files vanish mid-read; that is retried for up to two seconds.
     pub fn from_system() -> Result<Self> {
-        let topo = scx_utils::Topology::new().context("failed to read the CPU topology")?;
+        let mut tries = 0;
+        let topo = loop {
+            match scx_utils::Topology::new() {
+                Ok(t) => break t,
+                Err(e) if tries < 40 => {
+                    log::debug!("topology read raced with CPU hotplug ({e:#}); retrying");
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => return Err(e).context("failed to read the CPU topology"),
+            }
+        };
         let places: Vec<CpuPlace> = topo
             .all_cpus
             .values()

@@ -9,6 +9,7 @@ mkdir -p "$LOGS"
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" | tee -a "$RES/suite.log" >&2; }
 # One line per verdict: details are folded onto one line.
 pass() { local d; d=$(tr '\n' ' ' <<< "${2:-ok}"); echo "PASS $1: $d" >> "$RES/results.txt"; log "PASS $1: $d"; }
+skip() { local d; d=$(tr '\n' ' ' <<< "$2"); echo "SKIP $1: $d" >> "$RES/results.txt"; log "SKIP $1: $d"; }
 fail() { local d; d=$(tr '\n' ' ' <<< "$2"); echo "FAIL $1: $d" >> "$RES/results.txt"; log "FAIL $1: $d"; }
 
 state() { cat "$SYS/state" 2>/dev/null || echo absent; }

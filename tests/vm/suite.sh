@@ -35,9 +35,11 @@ log "guest: kernel $(uname -r), $NCPU CPUs, nodes $(cat /sys/devices/system/node
 ALL_CASES=(load bad_input second_instance kill9 ci_stress
            runnext sysmon_fair steal overflow fair_tick race_affinity
            monitor help_stats top
-           f1_overload f2_watchdog f3_hotplug f3b_hotplug_restart f4_affinity f5_pinned f6_rt_hog
+           f1_overload f2_watchdog f3_hotplug f4_affinity f5_pinned f6_rt_hog
            f7_fork f8_cgroups f9_policy f10_load_loop f12_sysrq_s f13_sysrq_d f15_memory f17_sigterm)
+# Last: under emulation it can take the guest down (see t_f3b_hotplug_restart).
 [ "$TIER" = full ] && ALL_CASES+=(f1_overload_lane30 f4_affinity_lane30)
+ALL_CASES+=(f3b_hotplug_restart)
 CASES=("$@")
 [ ${#CASES[@]} -gt 0 ] || CASES=("${ALL_CASES[@]}")
 
