@@ -57,13 +57,14 @@ const volatile u32 cpu_llc[MAX_CPUS];
 struct cpu_ctx {
 	u64 running_since;  /* when the current scx_gmp task started; 0: none */
 	u64 schedtick;      /* ops.dispatch calls, drives the fair tick */
+	u64 burst_base;     /* now - burst_base: CPU time of the current task since it last slept */
 	s32 running_pid;
 	s32 runnext_pid;    /* the task in this CPU's runnext slot, 0: empty */
 	u32 queued;         /* cpu_dsq length at the last sysmon pass */
 	u32 steal_moved;    /* scratch: tasks moved by the steal in progress */
 	u8 kicked;          /* woken by wakep and not yet dispatching */
 	u8 sysmon_kicked;   /* the current task was preempted by sysmon */
-	u8 pad[22];
+	u8 pad[14];
 } __attribute__((aligned(64)));
 
 struct cpu_ctx cpu_ctxs[MAX_CPUS];
@@ -74,6 +75,8 @@ u64 sysmon_interval_ns;
 struct task_ctx {
 	u64 ready_at;       /* when the task last became runnable */
 	u64 runnext_slice;  /* set by select_cpu: the slice inherited from the waker */
+	u64 burst_ns;       /* CPU time since the task last slept */
+	u64 last_burst_ns;  /* CPU time it used between its last two sleeps */
 	s32 home_node;      /* where the task has been running */
 	s32 last_cpu;
 	u32 away_runs;      /* consecutive runs away from home_node */
@@ -362,14 +365,17 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	/*
-	 * Wakeup preemption (not in Go, which leaves it to sysmon's 10 ms): a task waking on a CPU
-	 * whose current task has run for wakeup_preempt_ns or more goes straight to that CPU and
-	 * preempts it, so sleepers see sub-slice latency while hogs still get long slices. The
-	 * preempted task goes to the shared queue's tail like any preempted task. The CPU is
-	 * in p->cpus_ptr (checked above, under the task's rq lock), so LOCAL_ON is safe.
+	 * Wakeup preemption (not in Go, which leaves it to sysmon's 10 ms): an interactive task
+	 * (it used less than wakeup_preempt_ns before it last slept) waking on a CPU whose current
+	 * task has run wakeup_preempt_ns or more since that task last slept goes straight to the
+	 * CPU and preempts it. Sleepers see sub-slice latency, hogs still get long slices, and a
+	 * task cannot preempt its way to more CPU than short bursts. The preempted task goes to
+	 * the shared queue's tail like any preempted task. The CPU is in p->cpus_ptr (checked
+	 * above, under the task's rq lock), so LOCAL_ON is safe.
 	 */
-	if (wakeup_preempt_ns && cctx && cctx->running_pid && cctx->running_since &&
-	    scx_bpf_now() - cctx->running_since >= wakeup_preempt_ns &&
+	if (wakeup_preempt_ns && cctx && tctx && cctx->running_pid &&
+	    tctx->last_burst_ns < wakeup_preempt_ns &&
+	    scx_bpf_now() - cctx->burst_base >= wakeup_preempt_ns &&
 	    scx_bpf_dsq_nr_queued(cpu) == 0) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags | SCX_ENQ_PREEMPT);
 		stat_add(ST_PREEMPT_WAKEUP, 1);
@@ -600,6 +606,7 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 		return;
 	cctx->running_since = now;
 	cctx->running_pid = p->pid;
+	cctx->burst_base = now - (tctx ? tctx->burst_ns : 0);
 	if (cctx->runnext_pid == p->pid) {
 		cctx->runnext_pid = 0;
 		stat_add(ST_DISP_RUNNEXT, 1);
@@ -636,16 +643,24 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
 	u64 now = scx_bpf_now();
+	struct task_ctx *tctx;
 
 	if (!cctx)
 		return;
-	if (cctx->running_since && now > cctx->running_since)
+	tctx = task_ctx(p);
+	if (cctx->running_since && now > cctx->running_since) {
 		stat_add(ST_BUSY_NS, now - cctx->running_since);
+		if (tctx)
+			tctx->burst_ns += now - cctx->running_since;
+	}
+	/* A task that sleeps ends its burst; remember how long it was. */
+	if (tctx && !runnable) {
+		tctx->last_burst_ns = tctx->burst_ns;
+		tctx->burst_ns = 0;
+	}
 	cctx->running_since = 0;
 	cctx->running_pid = 0;
 	if (runnable) {
-		struct task_ctx *tctx = task_ctx(p);
-
 		if (tctx)
 			tctx->ready_at = now;
 		if (p->scx.slice == 0)

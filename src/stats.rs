@@ -77,7 +77,10 @@ pub const STATS: [(&str, &str); NR_STATS] = [
     ("lat_sum_us", "sum of wakeup-to-run latencies (us)"),
     ("lat_count", "wakeup-to-run latency samples"),
     ("stolen_out", "tasks other CPUs stole from this CPU's queue"),
-    ("preempt_wakeup", "wakeups that preempted a task running past --wakeup-preempt-us"),
+    (
+        "preempt_wakeup",
+        "wakeups that preempted a task running past --wakeup-preempt-us",
+    ),
 ];
 pub const NR_STATS: usize = 30;
 pub const NR_LAT_BUCKETS: usize = 100;

@@ -128,7 +128,7 @@ while time.time() < end:
 print("%.4f" % (on / tot if tot else 0))
 EOF
   wait "$sp"
-  emit numa bogo_ops_s "$(awk '/ stream / {print $(NF-1)}' "$OUT/numa.tmp")"
+  emit numa bogo_ops_s "$(awk '/ stream / {print $(NF-1); exit}' "$OUT/numa.tmp")"
   emit numa node0_share "$(cat "$OUT/numa-share.tmp")"
 }
 

@@ -32,7 +32,7 @@ def main():
         for row in csv.DictReader(f):
             try:
                 v = float(row["value"])
-            except ValueError:
+            except (TypeError, ValueError):
                 continue
             key = (row["workload"], row["metric"])
             vals[(key, row["sched"])].append(v)
