@@ -2,5 +2,11 @@
 
 pub fn full() -> &'static str {
     static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    V.get_or_init(|| scx_utils::build_id::full_version(env!("CARGO_PKG_VERSION")))
+    V.get_or_init(|| {
+        format!(
+            "{} build {}",
+            scx_utils::build_id::full_version(env!("CARGO_PKG_VERSION")),
+            env!("GMP_BUILD_ID")
+        )
+    })
 }
