@@ -129,19 +129,9 @@ fn run(opts: cli::Opts) -> Result<()> {
 
 /// --monitor: attach to the running scx_gmp's stats server; load nothing.
 fn monitor(secs: f64, opts: &cli::Opts, shutdown: &AtomicBool) -> Result<()> {
-    let mut printer = metrics::Printer::new(metrics::Format {
+    let format = metrics::Format {
         json: opts.json,
         detail: opts.stats_detail,
-    });
-    scx_utils::monitor_stats::<metrics::Metrics>(
-        &[],
-        std::time::Duration::from_secs_f64(secs),
-        || shutdown.load(Ordering::Relaxed),
-        |m| {
-            if let Some(report) = printer.feed(m) {
-                println!("{report}");
-            }
-            Ok(())
-        },
-    )
+    };
+    metrics::print_stream(secs, format, shutdown)
 }

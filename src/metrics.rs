@@ -7,6 +7,8 @@ use scx_stats_derive::Stats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
 #[stat(desc = "one CPU's counters")]
@@ -89,6 +91,14 @@ impl Metrics {
         }
     }
 
+    /// The interval from `prev` to this reading: counter deltas, gauges now, and its length
+    /// in seconds.
+    pub fn since(&self, prev: &Metrics) -> (Sample, Gauges, f64) {
+        let d = self.sample().delta(&prev.sample());
+        let interval_s = self.ts_ms.saturating_sub(prev.ts_ms) as f64 / 1000.0;
+        (d, self.gauges(), interval_s)
+    }
+
     pub fn gauges(&self) -> Gauges {
         Gauges {
             procs: self.procs.iter().map(|&c| c as usize).collect(),
@@ -125,11 +135,10 @@ impl Printer {
         if cur.ts_ms <= prev.ts_ms {
             return None;
         }
-        let d = cur.sample().delta(&prev.sample());
-        let g = cur.gauges();
+        let (d, g, interval_s) = cur.since(&prev);
         let r = Report {
             elapsed_ms: cur.ts_ms,
-            interval_s: (cur.ts_ms - prev.ts_ms) as f64 / 1000.0,
+            interval_s,
             d: &d,
             g: &g,
         };
@@ -141,6 +150,23 @@ impl Printer {
             r.to_schedtrace()
         })
     }
+}
+
+/// Attach to the running scx_gmp's stats server and print a report every `interval_s`
+/// seconds until `shutdown` is set (`--monitor`, and `top` when stdout is not a terminal).
+pub fn print_stream(interval_s: f64, format: Format, shutdown: &AtomicBool) -> anyhow::Result<()> {
+    let mut printer = Printer::new(format);
+    scx_utils::monitor_stats::<Metrics>(
+        &[],
+        Duration::from_secs_f64(interval_s),
+        || shutdown.load(Ordering::Relaxed),
+        |m| {
+            if let Some(report) = printer.feed(m) {
+                println!("{report}");
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Go's scheddetail: a line per node and per CPU.

@@ -1,7 +1,7 @@
 //! `scx_gmp top`: a full-screen live view of the running scx_gmp, fed by the stats server.
 //! Falls back to the plain line output when stdout is not a terminal.
 
-use crate::metrics::{Format, Metrics, Printer};
+use crate::metrics::{Format, Metrics};
 use crate::stats::{bucket_upper_us, percentile_us, Gauges, Report, Sample, NR_LAT_BUCKETS};
 use anyhow::{Context, Result};
 use ratatui::crossterm::event::{self, Event, KeyCode};
@@ -95,9 +95,7 @@ impl View {
     }
 
     fn push(&mut self, prev: &Metrics, cur: &Metrics) {
-        let d = cur.sample().delta(&prev.sample());
-        let g = cur.gauges();
-        let interval_s = (cur.ts_ms.saturating_sub(prev.ts_ms)) as f64 / 1000.0;
+        let (d, g, interval_s) = cur.since(prev);
         let r = Report {
             elapsed_ms: cur.ts_ms,
             interval_s,
@@ -318,18 +316,7 @@ impl View {
 /// Run the live view until q (or Ctrl-C); on a non-terminal, print report lines instead.
 pub fn run(interval: f64, shutdown: &AtomicBool) -> Result<()> {
     if !std::io::stdout().is_terminal() {
-        let mut printer = Printer::new(Format::default());
-        return scx_utils::monitor_stats::<Metrics>(
-            &[],
-            Duration::from_secs_f64(interval),
-            || shutdown.load(Ordering::Relaxed),
-            |m| {
-                if let Some(line) = printer.feed(m) {
-                    println!("{line}");
-                }
-                Ok(())
-            },
-        );
+        return crate::metrics::print_stream(interval, Format::default(), shutdown);
     }
 
     let mut terminal = ratatui::init();
