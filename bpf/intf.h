@@ -52,7 +52,25 @@ enum gmp_stat {
 	ST_LAT_COUNT,        /* number of latency samples */
 	ST_STOLEN_OUT,       /* tasks other CPUs stole from this CPU's queue (victim's slot) */
 	ST_PREEMPT_WAKEUP,   /* wakeups that preempted a task running past wakeup_preempt_ns */
+	/* procs and NUMA placement */
+	ST_PLACE_HOME,       /* select_cpu put a waking task on an idle CPU of its home node */
+	ST_PLACE_REMOTE,     /* ... on another node's idle CPU */
+	ST_ENQ_STRANDED,     /* allowed on no proc: queued on its own CPU outside the procs */
+	ST_EVICTED,          /* tasks moved from a CPU outside the procs to a proc's queue */
+	/* starvation early warning */
+	ST_STARVE_OVER,      /* tasks that waited longer than starve_warn_ns before running */
 	GMP_NR_STATS,
+};
+
+/*
+ * The longest wait a CPU saw since the loader last read it: a task that started after
+ * waiting (still_waiting 0) or a queue head still waiting when sysmon looked (1).
+ */
+struct gmp_wait_rec {
+	unsigned long long wait_ns;
+	int pid;
+	unsigned int still_waiting;
+	char comm[16];
 };
 
 struct gmp_pcpu_stats {

@@ -20,6 +20,13 @@
  *    work; the local queue is served first but the shared queue is served first on every
  *    fair_tick-th dispatch; a runnext chain shares one slice; sysmon preempts long runners when
  *    work waits; idle CPUs are kicked when work is queued.
+ *  - procs (GOMAXPROCS): ordinary work goes only to CPUs in the processor set. A task that may
+ *    run on no proc (pinned tasks, per-CPU kthreads) is queued on its own CPU, and a CPU outside
+ *    the set still serves its own queue, so no task is stranded. Non-procs never take from the
+ *    shared queues and never steal, so nothing that may run on a proc lingers there.
+ *  - Weights change only slice lengths (and sysmon's threshold with them), never queue order,
+ *    so every guarantee above holds for any weight; slices are clamped to
+ *    [SLICE_MIN_NS, SLICE_MAX_MUL * slice_ns].
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -47,11 +54,21 @@ const volatile u32 cpu_node[MAX_CPUS];
  */
 const volatile bool test_stall = false;
 const volatile u32 cpu_llc[MAX_CPUS];
+const volatile bool numa_on = true;          /* false: --no-numa, the machine as one node */
+const volatile u32 node_rep_cpu[MAX_NODES];  /* one online CPU per node: a placement hint */
+const volatile bool cgroup_weights_on = true;
+const volatile u64 starve_warn_ns = 500000000ULL;
 
 #define SYSMON_MIN_NS (20 * 1000ULL)
 #define SYSMON_MAX_NS (10 * 1000 * 1000ULL)
 #define RUNNEXT_MIN_NS (20 * 1000ULL)   /* below this, a wakeup is not worth a runnext slot */
 #define WAKEP_PENDING_NS (2 * 1000 * 1000ULL)
+#define WEIGHT_ONE 100                   /* p->scx.weight and cpu.weight of nice 0 */
+#define FP_ONE (1ULL << 16)              /* 16.16 fixed point for weight factors */
+#define SLICE_MIN_NS (250 * 1000ULL)
+#define SLICE_MAX_MUL 16
+#define MAX_CG_DEPTH 16                  /* cgroup levels followed for weights */
+#define STARVE_SCAN_NS (10 * 1000 * 1000ULL)
 
 /* Per-CPU state, shared with the loader through the skeleton's bss. One cache line each. */
 struct cpu_ctx {
@@ -62,25 +79,57 @@ struct cpu_ctx {
 	s32 runnext_pid;    /* the task in this CPU's runnext slot, 0: empty */
 	u32 queued;         /* cpu_dsq length at the last sysmon pass */
 	u32 steal_moved;    /* scratch: tasks moved by the steal in progress */
+	u64 run_limit_ns;   /* sysmon preempts the current task after this (weighted preempt_ns) */
 	u8 kicked;          /* woken by wakep and not yet dispatching */
 	u8 sysmon_kicked;   /* the current task was preempted by sysmon */
-	u8 pad[14];
+	u8 running_misplaced; /* a task that may run on a proc is running on a non-proc */
 } __attribute__((aligned(64)));
 
 struct cpu_ctx cpu_ctxs[MAX_CPUS];
 u32 shared_queued[MAX_NODES];     /* shared_dsq lengths at the last sysmon pass */
 u64 node_kick_at[MAX_NODES];      /* when wakep last kicked a CPU of the node; 0: none pending */
 u64 sysmon_interval_ns;
+u64 starve_scan_at;
+struct gmp_wait_rec wait_recs[MAX_CPUS];  /* read and cleared by the loader each interval */
+s64 nr_runnable_total;                    /* runnable scx tasks counted for cgroup weights */
+
+/*
+ * The processor set, written by the loader: proc_on[c] says whether CPU c is a proc,
+ * procs_subset that some CPU is not (false: the fast path), and procs_gen is bumped after
+ * each change. sysmon mirrors proc_on into procs_mask, the cpumask the idle-CPU kfuncs take.
+ */
+u8 proc_on[MAX_CPUS];
+bool procs_subset;    /* 0: every CPU is a proc */
+u64 procs_gen;
+u64 procs_mask_gen;
+private(GMP) struct bpf_cpumask __kptr *procs_mask;
 
 struct task_ctx {
 	u64 ready_at;       /* when the task last became runnable */
 	u64 runnext_slice;  /* set by select_cpu: the slice inherited from the waker */
 	u64 burst_ns;       /* CPU time since the task last slept */
 	u64 last_burst_ns;  /* CPU time it used between its last two sleeps */
+	u64 wslice;         /* slice from the task's weight and cgroup share, set at running */
+	u64 cgid;           /* cgroup counted at runnable, undone at quiescent */
 	s32 home_node;      /* where the task has been running */
 	s32 last_cpu;
 	u32 away_runs;      /* consecutive runs away from home_node */
+	u8 cg_counted;
 };
+
+/* Per-cgroup state for cpu.weight (see cg_activate). */
+struct cgrp_ctx {
+	s64 child_weight_sum; /* weights of active child cgroups + WEIGHT_ONE per runnable task */
+	s64 nr_active;        /* active child cgroups + runnable tasks directly in this cgroup */
+	u64 weight;           /* cpu.weight, 1..10000, 100 by default */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGRP_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct cgrp_ctx);
+} cgrp_ctx_stor SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -213,6 +262,210 @@ static void record_latency(u64 lat_ns)
 	s->cnt[ST_LAT_COUNT]++;
 }
 
+/* Remember the longest wait this CPU has seen since the loader last looked. */
+static void note_wait(s32 cpu, struct task_struct *p, u64 wait, u32 still_waiting)
+{
+	struct gmp_wait_rec *rec;
+	u32 c = cpu;
+
+	if (c >= MAX_CPUS)
+		return;
+	rec = &wait_recs[cpu_idx(c)];
+	if (wait <= rec->wait_ns)
+		return;
+	rec->wait_ns = wait;
+	rec->pid = p->pid;
+	rec->still_waiting = still_waiting;
+	bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), p->comm);
+}
+
+static __always_inline bool is_proc(s32 cpu)
+{
+	u32 c = cpu;
+
+	if (!procs_subset)
+		return true;
+	return c < MAX_CPUS && proc_on[cpu_idx(c)];
+}
+
+/*
+ * A proc @p may run on, or -1 if none. Within the mask any proc will do: the queue it lands
+ * in is stealable by its neighbours. Callers are non-sleepable ops, which run inside an RCU
+ * read-side section, so the kptr may be read without taking the lock (taking and dropping it
+ * would end the section that iterator-held task pointers rely on).
+ */
+static s32 proc_for(struct task_struct *p)
+{
+	const struct cpumask *m = cast_mask(procs_mask);
+	s32 cpu = -1;
+
+	if (m)
+		cpu = bpf_cpumask_any_and_distribute(m, p->cpus_ptr);
+	return cpu >= 0 && cpu < nr_cpus ? cpu : -1;
+}
+
+/* Copy proc_on into procs_mask if the loader changed it. Bits flip in place, one by one. */
+static void sync_procs_mask(void)
+{
+	struct bpf_cpumask *m;
+	u64 gen = procs_gen;
+	u32 i;
+
+	if (gen == procs_mask_gen)
+		return;
+	bpf_rcu_read_lock();
+	m = procs_mask;
+	if (m) {
+		bpf_for(i, 0, nr_cpus) {
+			if (proc_on[cpu_idx(i)])
+				bpf_cpumask_set_cpu(i, m);
+			else
+				bpf_cpumask_clear_cpu(i, m);
+		}
+		procs_mask_gen = gen;
+	}
+	bpf_rcu_read_unlock();
+}
+
+/*
+ * cgroup cpu.weight, CFS's semantics flattened into one factor per task. A cgroup is active
+ * while a task in it or below it is runnable. Each cgroup's child_weight_sum adds the weights
+ * of its active children and WEIGHT_ONE per runnable task directly in it (tasks compete with
+ * sibling cgroups as nice-0 entities, as in CFS). A task's share of the machine is then the
+ * product, down its path, of weight / parent's child_weight_sum; times the number of runnable
+ * tasks it becomes a slice factor (1.0 when everyone is equal). Counts are atomics: racing
+ * transitions of one cgroup pair up, so the sums converge.
+ */
+static struct cgrp_ctx *cgrp_ctx(struct cgroup *cg)
+{
+	return bpf_cgrp_storage_get(&cgrp_ctx_stor, cg, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/* The state of @cg's ancestor at @level (@cg itself at its own level). */
+static struct cgrp_ctx *cg_level_ctx(struct cgroup *cg, u32 level)
+{
+	struct cgroup *anc = bpf_cgroup_ancestor(cg, level);
+	struct cgrp_ctx *c;
+
+	if (!anc)
+		return NULL;
+	c = cgrp_ctx(anc);
+	bpf_cgroup_release(anc);
+	return c;
+}
+
+static __always_inline u64 cg_weight(struct cgrp_ctx *c)
+{
+	return c->weight ? c->weight : WEIGHT_ONE;
+}
+
+/* Count @p runnable (@dir 1) or not (@dir -1) in cgroup @cg and, on transitions, its parents. */
+static void cg_account(struct cgroup *cg, s64 dir)
+{
+	s64 amount = WEIGHT_ONE, prev;
+	u32 top = cg->level, i;
+
+	if (top > MAX_CG_DEPTH)
+		top = MAX_CG_DEPTH;
+	bpf_for(i, 0, MAX_CG_DEPTH + 1) {
+		struct cgrp_ctx *c;
+
+		if (i > top)
+			break;
+		c = cg_level_ctx(cg, top - i);
+		if (!c)
+			break;
+		__sync_fetch_and_add(&c->child_weight_sum, dir * amount);
+		prev = __sync_fetch_and_add(&c->nr_active, dir);
+		/* Only a cgroup turning active (0 -> 1) or idle (1 -> 0) changes its parent. */
+		if (prev != (dir > 0 ? 0 : 1))
+			break;
+		amount = cg_weight(c);
+	}
+}
+
+static void cg_runnable(struct task_struct *p, struct task_ctx *tctx)
+{
+	struct cgroup *cg;
+
+	if (!cgroup_weights_on || tctx->cg_counted)
+		return;
+	cg = scx_bpf_task_cgroup(p);
+	if (!cg)
+		return;
+	tctx->cgid = cg->kn->id;
+	cg_account(cg, 1);
+	bpf_cgroup_release(cg);
+	tctx->cg_counted = 1;
+	__sync_fetch_and_add(&nr_runnable_total, 1);
+}
+
+static void cg_quiescent(struct task_ctx *tctx)
+{
+	struct cgroup *cg;
+
+	if (!tctx->cg_counted)
+		return;
+	tctx->cg_counted = 0;
+	__sync_fetch_and_add(&nr_runnable_total, -1);
+	cg = bpf_cgroup_from_id(tctx->cgid);
+	if (!cg)
+		return;
+	cg_account(cg, -1);
+	bpf_cgroup_release(cg);
+}
+
+/* The slice factor of @p's cgroup path (FP_ONE: an equal share). */
+static u64 cg_factor(struct task_struct *p)
+{
+	struct cgrp_ctx *parent = NULL, *c = NULL;
+	s64 t = nr_runnable_total;
+	struct cgroup *cg;
+	u64 f, top, i;
+
+	if (t < 1)
+		t = 1;
+	cg = scx_bpf_task_cgroup(p);
+	if (!cg)
+		return FP_ONE;
+	top = cg->level;
+	if (top > MAX_CG_DEPTH)
+		top = MAX_CG_DEPTH;
+	f = (u64)t * FP_ONE;
+	bpf_for(i, 0, MAX_CG_DEPTH + 1) {
+		if (i > top)
+			break;
+		c = cg_level_ctx(cg, i);
+		if (!c)
+			break;
+		if (parent && parent->child_weight_sum > 0)
+			f = f * cg_weight(c) / (u64)parent->child_weight_sum;
+		if (f > ((u64)SLICE_MAX_MUL << 32))
+			f = (u64)SLICE_MAX_MUL << 32;
+		parent = c;
+	}
+	bpf_cgroup_release(cg);
+	/* The task's own part of its cgroup. */
+	if (c && c->child_weight_sum > 0)
+		f = f * WEIGHT_ONE / (u64)c->child_weight_sum;
+	return f;
+}
+
+/* Slice and sysmon threshold for @p: scaled by its weight and its cgroup's share. */
+static u64 weighted(u64 base, struct task_struct *p, u64 cgf)
+{
+	u64 f = (u64)p->scx.weight * FP_ONE / WEIGHT_ONE, v;
+
+	if (cgroup_weights_on)
+		f = f * cgf / FP_ONE;
+	if (f > SLICE_MAX_MUL * FP_ONE)
+		f = SLICE_MAX_MUL * FP_ONE;
+	v = base * f / FP_ONE;
+	if (v < SLICE_MIN_NS)
+		v = SLICE_MIN_NS;
+	return v;
+}
+
 /*
  * Go's wakep(): wake one idle CPU of @node for new work, but only if no CPU kicked earlier is
  * still on its way (Go allows one new spinning M at a time). The kicked CPU clears the
@@ -230,7 +483,13 @@ static void wakep(u32 node, const struct cpumask *allowed)
 	last = node_kick_at[node];
 	if (last && now - last < WAKEP_PENDING_NS)
 		return;
-	cpu = __COMPAT_scx_bpf_pick_idle_cpu_node(allowed, node, 0);
+	/* Only procs are woken for shared work; a non-proc serves nothing but its own queue. */
+	if (procs_subset)
+		allowed = cast_mask(procs_mask);
+	if (!allowed)
+		return;
+	cpu = numa_on ? __COMPAT_scx_bpf_pick_idle_cpu_node(allowed, node, 0) :
+			scx_bpf_pick_idle_cpu(allowed, 0);
 	if (cpu < 0)
 		return;
 	node_kick_at[node_idx(node_of(cpu))] = now;
@@ -239,6 +498,35 @@ static void wakep(u32 node, const struct cpumask *allowed)
 		cctx->kicked = 1;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	stat_add(ST_KICK_IDLE, 1);
+}
+
+/*
+ * NUMA-aware idle pick among @allowed (procs, or the task's own mask when every CPU is a
+ * proc): the home node first (the previous CPU, its LLC, then the node, in the kernel's
+ * order), other nodes only when the home node has no idle CPU and the task would otherwise
+ * queue behind at least numa_steal_min - 1 others there: a short wait at home is cheaper than
+ * running every memory access remotely. Returns a claimed idle CPU or a negative value.
+ */
+static s32 pick_idle(struct task_struct *p, s32 prev_cpu, u64 wake_flags, s32 home,
+		     const struct cpumask *allowed)
+{
+	s32 hint = prev_cpu, cpu;
+	u32 backlog;
+
+	if (!numa_on || nr_nodes < 2)
+		return scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, allowed, 0);
+	/* A task moved away by a steal goes home when home has room (hint: a home CPU). */
+	if (home >= 0 && home < nr_nodes && home != node_of(prev_cpu))
+		hint = node_rep_cpu[node_idx(home)];
+	cpu = scx_bpf_select_cpu_and(p, hint, wake_flags, allowed, SCX_PICK_IDLE_IN_NODE);
+	if (cpu >= 0)
+		return cpu;
+	backlog = scx_bpf_dsq_nr_queued(shared_dsq(node_of(hint)));
+	if ((u32)hint < nr_cpus)
+		backlog += scx_bpf_dsq_nr_queued(hint);
+	if (backlog + 1 < numa_steal_min)
+		return -1;
+	return scx_bpf_select_cpu_and(p, hint, wake_flags, allowed, 0);
 }
 
 /* wakep over every online CPU, for callers without a task at hand. */
@@ -253,8 +541,7 @@ static void wakep_any(u32 node)
 s32 BPF_STRUCT_OPS(gmp_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
-	bool is_idle = false;
-	s32 cpu;
+	s32 cpu, home = tctx ? tctx->home_node : -1;
 
 	/*
 	 * runnext: a synchronous wakeup by the scx_gmp task running here. The wakee goes to the
@@ -267,19 +554,28 @@ s32 BPF_STRUCT_OPS(gmp_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 		struct cpu_ctx *cctx = cpu_ctx(this_cpu);
 
 		if (cctx && cur && cctx->running_pid == cur->pid && cur->pid != p->pid &&
-		    cur->scx.slice >= RUNNEXT_MIN_NS &&
+		    cur->scx.slice >= RUNNEXT_MIN_NS && is_proc(this_cpu) &&
 		    bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr)) {
 			tctx->runnext_slice = cur->scx.slice;
 			return this_cpu;
 		}
 	}
 
-	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
-	if (is_idle && !test_stall) {
-		/* The kernel picked an idle CPU from p->cpus_ptr and claimed it: run there now. */
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
-		stat_add(ST_ENQ_DIRECT_IDLE, 1);
+	if (!procs_subset) {
+		cpu = pick_idle(p, prev_cpu, wake_flags, home, p->cpus_ptr);
+	} else {
+		/* select_cpu_and() ANDs procs with p->cpus_ptr: only a proc can be picked. */
+		const struct cpumask *procs = cast_mask(procs_mask);
+
+		cpu = procs ? pick_idle(p, prev_cpu, wake_flags, home, procs) : -1;
 	}
+	if (cpu < 0 || test_stall)
+		return cpu < 0 ? prev_cpu : cpu;
+
+	/* The kernel claimed an idle CPU from p->cpus_ptr (and procs): run there now. */
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+	stat_add(ST_ENQ_DIRECT_IDLE, 1);
+	stat_add_on(cpu, home < 0 || node_of(cpu) == home ? ST_PLACE_HOME : ST_PLACE_REMOTE, 1);
 	return cpu;
 }
 
@@ -298,6 +594,8 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 
 	/* Migration-disabled tasks can run only where they are. */
 	if (is_migration_disabled(p)) {
+		if (enq_flags & SCX_ENQ_LAST)
+			goto keep_running;
 		scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags);
 		stat_add(ST_ENQ_PINNED, 1);
 		goto kick_target;
@@ -310,13 +608,35 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_error("enqueue: %s[%d] has no usable CPU (%d)", p->comm, p->pid, cpu);
 		return;
 	}
-	node = node_of(cpu);
 
 	if (p->nr_cpus_allowed == 1) {
+		if (enq_flags & SCX_ENQ_LAST)
+			goto keep_running;
 		scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags);
 		stat_add(ST_ENQ_PINNED, 1);
 		goto kick_target;
 	}
+
+	/* Ordinary work belongs on a proc; what may run on none stays on its own CPU. */
+	if (!is_proc(cpu)) {
+		s32 pc = proc_for(p);
+
+		if (pc < 0) {
+			if (enq_flags & SCX_ENQ_LAST)
+				goto keep_running;
+			scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags);
+			stat_add(ST_ENQ_STRANDED, 1);
+			goto kick_target;
+		}
+		if (enq_flags & SCX_ENQ_LAST)
+			stat_add(ST_EVICTED, 1);
+		cpu = pc;
+		/* runnext and wakeup preemption target this CPU; it is not the waker's now. */
+		runnext_slice = 0;
+	} else if (enq_flags & SCX_ENQ_LAST) {
+		goto keep_running;
+	}
+	node = node_of(cpu);
 
 	if (enq_flags & SCX_ENQ_REENQ) {
 		/* A higher class took the CPU: let another CPU of the node run it. */
@@ -393,6 +713,16 @@ kick_target:
 	} else if (p->nr_cpus_allowed > 1) {
 		wakep(node_of(cpu), p->cpus_ptr);
 	}
+	return;
+
+keep_running:
+	/*
+	 * SCX_ENQ_LAST: nothing else wants this CPU and the task may stay (it is on a proc, or
+	 * may run nowhere else): it goes on with a fresh weighted slice.
+	 */
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tctx && tctx->wslice ? tctx->wslice : slice_ns,
+			   enq_flags);
+	stat_add(ST_DISP_KEEP_PREV, 1);
 }
 
 /*
@@ -542,6 +872,36 @@ __noinline int steal(s32 cpu, u32 node)
 	return 0;
 }
 
+/*
+ * A non-proc's queue may hold tasks that could run on a proc (queued before the set shrank):
+ * move them to a proc's node queue. Global for the same reason as steal_from(); bounded by
+ * the queue's length and steal_max.
+ */
+__noinline u32 evict_from(s32 cpu)
+{
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	struct task_struct *p;
+
+	if (!cctx)
+		return 0;
+	cctx->steal_moved = 0;
+	bpf_for_each(scx_dsq, p, cpu, 0) {
+		s32 pc;
+
+		if (p->nr_cpus_allowed == 1 || is_migration_disabled(p))
+			continue;
+		pc = proc_for(p);
+		/* pc is in p->cpus_ptr, so the task may run on a CPU of that node's queue. */
+		if (pc < 0 || !scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, shared_dsq(node_of(pc)), 0))
+			continue;
+		if (++cctx->steal_moved >= steal_max)
+			break;
+	}
+	if (cctx->steal_moved)
+		stat_add(ST_EVICTED, cctx->steal_moved);
+	return cctx->steal_moved;
+}
+
 void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
@@ -556,6 +916,15 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 		node_kick_at[node_idx(node)] = 0;
 	}
 	cctx->schedtick++;
+
+	/* A non-proc runs only its own queue: tasks allowed on no proc (see evict_from). */
+	if (!is_proc(cpu)) {
+		if (scx_bpf_dsq_nr_queued(cpu) > 0)
+			evict_from(cpu);
+		if (scx_bpf_dsq_move_to_local(cpu, 0))
+			stat_add(ST_DISP_LOCAL, 1);
+		return;
+	}
 
 	/* Go's fairness tick: serve the shared queue first now and then. */
 	if (fair_tick && cctx->schedtick % fair_tick == 0 &&
@@ -579,19 +948,28 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 			wakep_any(node);
 		return;
 	}
-	/* Nothing else to run: the previous task keeps the CPU with a fresh slice. */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
-		scx_bpf_task_set_slice(prev, slice_ns);
-		stat_add(ST_DISP_KEEP_PREV, 1);
-	}
+	/*
+	 * Nothing else to run. With SCX_OPS_ENQ_LAST a still-runnable previous task comes back
+	 * through ops.enqueue, which keeps it here or, on a non-proc, moves it to a proc.
+	 */
 }
 
 void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
 
+	if (!tctx)
+		return;
+	tctx->ready_at = scx_bpf_now();
+	cg_runnable(p, tctx);
+}
+
+void BPF_STRUCT_OPS(gmp_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
 	if (tctx)
-		tctx->ready_at = scx_bpf_now();
+		cg_quiescent(tctx);
 }
 
 void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
@@ -602,6 +980,9 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	u64 now = scx_bpf_now();
 	s32 node = node_of(cpu);
 
+	bool runnext = false;
+	u64 cgf = FP_ONE;
+
 	if (!cctx)
 		return;
 	cctx->running_since = now;
@@ -609,12 +990,34 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	cctx->burst_base = now - (tctx ? tctx->burst_ns : 0);
 	if (cctx->runnext_pid == p->pid) {
 		cctx->runnext_pid = 0;
+		runnext = true;
 		stat_add(ST_DISP_RUNNEXT, 1);
 	}
-	if (!tctx)
+	/* A task that could run on a proc but landed here: sysmon moves it (see sysmon_fn). */
+	cctx->running_misplaced = !is_proc(cpu) && p->nr_cpus_allowed > 1 && proc_for(p) >= 0;
+
+	/*
+	 * Weighted slice: nice and cgroup share scale the time a task runs per turn, and sysmon's
+	 * threshold with it. A runnext task keeps the shorter slice it inherited from its waker.
+	 */
+	if (cgroup_weights_on)
+		cgf = cg_factor(p);
+	cctx->run_limit_ns = weighted(preempt_ns, p, cgf);
+	if (!tctx) {
+		scx_bpf_task_set_slice(p, weighted(slice_ns, p, cgf));
 		return;
+	}
+	tctx->wslice = weighted(slice_ns, p, cgf);
+	if (!runnext || p->scx.slice > tctx->wslice)
+		scx_bpf_task_set_slice(p, tctx->wslice);
+
 	if (tctx->ready_at) {
-		record_latency(now - tctx->ready_at);
+		u64 wait = now - tctx->ready_at;
+
+		record_latency(wait);
+		note_wait(cpu, p, wait, 0);
+		if (starve_warn_ns && wait >= starve_warn_ns)
+			stat_add(ST_STARVE_OVER, 1);
 		tctx->ready_at = 0;
 	}
 	if (tctx->last_cpu >= 0 && tctx->last_cpu != cpu) {
@@ -624,7 +1027,16 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	}
 	tctx->last_cpu = cpu;
 
-	/* The home node follows the task once it has settled elsewhere (8 runs in a row). */
+	/*
+	 * The home node follows the task once it has settled elsewhere (8 runs in a row), unless
+	 * the kernel's NUMA balancing has found where its memory is: then that node is home.
+	 */
+	if (numa_on && bpf_core_field_exists(p->numa_preferred_nid)) {
+		s32 pref = BPF_CORE_READ(p, numa_preferred_nid);
+
+		if (pref >= 0 && pref < nr_nodes)
+			tctx->home_node = pref;
+	}
 	if (tctx->home_node < 0 || tctx->home_node == node) {
 		tctx->home_node = node;
 		tctx->away_runs = 0;
@@ -675,6 +1087,20 @@ void BPF_STRUCT_OPS(gmp_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 	scx_bpf_reenqueue_local();
 }
 
+/* Starvation scan: the head of @dsq_id has waited longest there; note it in @slot's record. */
+static void note_head_wait(u64 dsq_id, u64 now, s32 slot)
+{
+	struct task_struct *p;
+
+	bpf_for_each(scx_dsq, p, dsq_id, 0) {
+		struct task_ctx *tctx = task_ctx(p);
+
+		if (tctx && tctx->ready_at && now > tctx->ready_at)
+			note_wait(slot, p, now - tctx->ready_at, 1);
+		break;
+	}
+}
+
 /*
  * sysmon: Go's retake(). Preempt a CPU whose task has run preempt_ns or more while work waits
  * for it (its own queue, or its node's shared queue, one CPU per waiting shared task).
@@ -685,10 +1111,17 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 {
 	u64 now = scx_bpf_now(), next = SYSMON_MAX_NS;
 	s32 budget[MAX_NODES] = {};
-	bool waiting_any = false;
+	bool waiting_any = false, scan = false;
+	s32 self = bpf_get_smp_processor_id();
 	u32 cpu, n;
 
 	stat_add(ST_SYSMON_RUNS, 1);
+	sync_procs_mask();
+	/* Starvation early warning: look at queue heads every STARVE_SCAN_NS. */
+	if (starve_warn_ns && now - starve_scan_at >= STARVE_SCAN_NS) {
+		starve_scan_at = now;
+		scan = true;
+	}
 	bpf_for(n, 0, nr_nodes) {
 		if (n >= MAX_NODES)
 			break;
@@ -700,34 +1133,48 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 		shared_queued[node_idx(n)] = q;
 		if (q)
 			waiting_any = true;
+		if (q && scan)
+			note_head_wait(shared_dsq(n), now, self);
 	}
 
 	bpf_for(cpu, 0, nr_cpus) {
 		struct cpu_ctx *cctx = cpu_ctx(cpu);
 		u32 node = node_of(cpu);
 		s32 nq = scx_bpf_dsq_nr_queued(cpu);
-		u64 since, ran;
+		u64 since, ran, limit;
 		bool waits;
 
 		if (!cctx || node >= MAX_NODES)
 			break;
 		cctx->queued = nq > 0 ? nq : 0;
 		node = node_idx(node);
-		waits = nq > 0 || (node < nr_nodes && budget[node] > 0);
+		if (nq > 0 && scan)
+			note_head_wait(cpu, now, self);
+		since = cctx->running_since;
+		/* A task that may run on a proc leaves a non-proc at once (set shrank under it). */
+		if (since && cctx->running_misplaced) {
+			cctx->running_misplaced = 0;
+			cctx->sysmon_kicked = 1;
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+			stat_add(ST_KICK_PREEMPT, 1);
+			continue;
+		}
+		/* Non-procs never serve the shared queues, so only their own queue waits on them. */
+		waits = nq > 0 || (is_proc(cpu) && node < nr_nodes && budget[node] > 0);
 		if (nq > 0)
 			waiting_any = true;
-		since = cctx->running_since;
 		if (!since || !waits || now <= since)
 			continue;
 		ran = now - since;
-		if (ran >= preempt_ns) {
+		limit = cctx->run_limit_ns ? cctx->run_limit_ns : preempt_ns;
+		if (ran >= limit) {
 			if (nq <= 0)
 				budget[node_idx(node)]--;
 			cctx->sysmon_kicked = 1;
 			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 			stat_add(ST_KICK_PREEMPT, 1);
-		} else if (preempt_ns - ran < next) {
-			next = preempt_ns - ran;
+		} else if (limit - ran < next) {
+			next = limit - ran;
 		}
 	}
 
@@ -757,9 +1204,37 @@ s32 BPF_STRUCT_OPS(gmp_init_task, struct task_struct *p, struct scx_init_task_ar
 	return 0;
 }
 
+s32 BPF_STRUCT_OPS(gmp_cgroup_init, struct cgroup *cgrp, struct scx_cgroup_init_args *args)
+{
+	struct cgrp_ctx *c = cgrp_ctx(cgrp);
+
+	if (!c)
+		return -ENOMEM;
+	c->weight = args->weight;
+	return 0;
+}
+
+void BPF_STRUCT_OPS(gmp_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+{
+	struct cgrp_ctx *c = cgrp_ctx(cgrp), *pc;
+	s64 old;
+
+	if (!c)
+		return;
+	old = cg_weight(c);
+	c->weight = weight;
+	/* An active cgroup's weight is part of its parent's sum: move the sum with it. */
+	if (c->nr_active <= 0 || !cgrp->level)
+		return;
+	pc = cg_level_ctx(cgrp, cgrp->level - 1);
+	if (pc)
+		__sync_fetch_and_add(&pc->child_weight_sum, (s64)weight - old);
+}
+
 s32 BPF_STRUCT_OPS_SLEEPABLE(gmp_init)
 {
 	struct sysmon_timer *st;
+	struct bpf_cpumask *mask;
 	u32 zero = 0, i;
 	s32 ret;
 
@@ -781,6 +1256,18 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(gmp_init)
 			return ret;
 		}
 	}
+
+	/* procs_mask starts empty; sync_procs_mask fills it from proc_on before attach returns. */
+	mask = bpf_cpumask_create();
+	if (!mask) {
+		scx_bpf_error("failed to create the procs cpumask");
+		return -ENOMEM;
+	}
+	mask = bpf_kptr_xchg(&procs_mask, mask);
+	if (mask)
+		bpf_cpumask_release(mask);
+	procs_mask_gen = 0;
+	sync_procs_mask();
 
 	st = bpf_map_lookup_elem(&sysmon_timer, &zero);
 	if (!st) {
@@ -808,12 +1295,15 @@ SCX_OPS_DEFINE(gmp_ops,
 	       .enqueue = (void *)gmp_enqueue,
 	       .dispatch = (void *)gmp_dispatch,
 	       .runnable = (void *)gmp_runnable,
+	       .quiescent = (void *)gmp_quiescent,
 	       .running = (void *)gmp_running,
 	       .stopping = (void *)gmp_stopping,
 	       .cpu_release = (void *)gmp_cpu_release,
 	       .init_task = (void *)gmp_init_task,
+	       .cgroup_init = (void *)gmp_cgroup_init,
+	       .cgroup_set_weight = (void *)gmp_cgroup_set_weight,
 	       .init = (void *)gmp_init,
 	       .exit = (void *)gmp_exit,
-	       .flags = SCX_OPS_BUILTIN_IDLE_PER_NODE,
+	       .flags = SCX_OPS_BUILTIN_IDLE_PER_NODE | SCX_OPS_ENQ_LAST,
 	       .timeout_ms = 5000,
 	       .name = "scx_gmp");

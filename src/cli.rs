@@ -1,5 +1,6 @@
 //! Command-line flags. Every flag has a default that works on any machine.
 
+use crate::procs::ProcsSpec;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Clone, Parser)]
@@ -54,6 +55,37 @@ pub struct Opts {
     #[arg(long)]
     pub no_runnext: bool,
 
+    /// CPUs that run ordinary work (GOMAXPROCS for the machine): all, auto (grow and shrink
+    /// with the load), N (the N most compact CPUs: whole cores, one LLC and node first) or a
+    /// CPU list such as 0-3,8 (one CPU: "5,").
+    #[arg(long, default_value = "auto", value_name = "all|auto|N|CPULIST")]
+    pub procs: ProcsSpec,
+
+    /// With --procs auto: never fewer procs than this.
+    #[arg(long, value_name = "N")]
+    pub procs_min: Option<usize>,
+
+    /// With --procs auto: never more procs than this.
+    #[arg(long, value_name = "N")]
+    pub procs_max: Option<usize>,
+
+    /// Schedule only tasks whose policy is SCHED_EXT (start them with `scx_gmp run`).
+    #[arg(long)]
+    pub partial: bool,
+
+    /// Ignore NUMA: treat the machine as one node (for comparison).
+    #[arg(long)]
+    pub no_numa: bool,
+
+    /// Ignore cgroup cpu.weight (task weights from nice still apply).
+    #[arg(long)]
+    pub no_cgroup_weights: bool,
+
+    /// Starvation early warning: report tasks that waited longer than this to run (ms).
+    #[arg(long, default_value_t = 500, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub starve_warn_ms: u64,
+
     /// Print stats every N seconds while running.
     #[arg(long, value_name = "SECS", value_parser = parse_interval)]
     pub stats: Option<f64>,
@@ -94,6 +126,12 @@ pub enum Command {
         /// Refresh period in seconds.
         #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
         interval: f64,
+    },
+    /// Run a command with the SCHED_EXT policy (for --partial; Debian 12's chrt lacks it).
+    Run {
+        /// The command and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<std::ffi::OsString>,
     },
 }
 
@@ -164,6 +202,36 @@ mod tests {
         assert_eq!(p(&["--stats", "0.5"]).unwrap().stats, Some(0.5));
         assert!(p(&["--stats", "0"]).is_err());
         assert!(p(&["--stats", "abc"]).is_err());
+    }
+
+    #[test]
+    fn procs_flags() {
+        assert_eq!(p(&[]).unwrap().procs, ProcsSpec::Auto);
+        assert_eq!(p(&["--procs", "2"]).unwrap().procs, ProcsSpec::Count(2));
+        assert_eq!(
+            p(&["--procs", "0-1,3"]).unwrap().procs,
+            ProcsSpec::List(vec![0, 1, 3])
+        );
+        let e = p(&["--procs", "1-x"]).unwrap_err();
+        let msg = one_line(&e);
+        assert!(msg.contains("--procs"), "{msg}");
+        assert!(p(&["--procs", "0"]).is_err());
+    }
+
+    #[test]
+    fn run_subcommand_takes_the_rest() {
+        let o = p(&["run", "stress-ng", "--cpu", "2"]).unwrap();
+        match o.command {
+            Some(Command::Run { command }) => assert_eq!(command, vec!["stress-ng", "--cpu", "2"]),
+            other => panic!("{other:?}"),
+        }
+        assert!(p(&["run"]).is_err());
+    }
+
+    #[test]
+    fn starve_warn_bounds() {
+        assert_eq!(p(&[]).unwrap().starve_warn_ms, 500);
+        assert!(p(&["--starve-warn-ms", "0"]).is_err());
     }
 
     #[test]

@@ -4,6 +4,8 @@ mod bpf_skel;
 mod cli;
 mod metrics;
 mod preflight;
+mod procs;
+mod run_cmd;
 mod sched;
 mod stats;
 mod top;
@@ -74,6 +76,9 @@ fn run(opts: cli::Opts) -> Result<()> {
     if opts.help_stats {
         print!("{}", metrics::help_stats());
         return Ok(());
+    }
+    if let Some(cli::Command::Run { command }) = &opts.command {
+        return run_cmd::exec(command);
     }
     init_logging(opts.verbose);
 

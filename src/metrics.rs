@@ -2,7 +2,7 @@
 //! and the printer that turns two readings into one interval's report. `--stats` in the
 //! scheduler's own process goes through the same printer.
 
-use crate::stats::{Gauges, Report, Sample, NR_STATS, STATS};
+use crate::stats::{Gauges, Report, Sample, WaitRec, NR_STATS, STATS};
 use scx_stats_derive::Stats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -42,6 +42,16 @@ pub struct Metrics {
         desc = "wakeup-to-run latency histogram: exact below 4 us, then 4 buckets per power of two"
     )]
     pub lat_hist: Vec<u64>,
+    #[stat(desc = "longest wait to run in the last second (us)")]
+    pub longest_wait_us: u64,
+    #[stat(desc = "pid of the task that waited longest")]
+    pub longest_wait_pid: i32,
+    #[stat(desc = "command of the task that waited longest")]
+    pub longest_wait_comm: String,
+    #[stat(desc = "1 if that task was still queued when seen")]
+    pub longest_wait_still: u64,
+    #[stat(desc = "--starve-warn-ms")]
+    pub starve_warn_ms: u64,
 }
 
 impl Metrics {
@@ -69,6 +79,11 @@ impl Metrics {
                 })
                 .collect(),
             lat_hist: sample.lat.clone(),
+            longest_wait_us: g.longest_wait.wait_us,
+            longest_wait_pid: g.longest_wait.pid,
+            longest_wait_comm: g.longest_wait.comm.clone(),
+            longest_wait_still: g.longest_wait.still_waiting as u64,
+            starve_warn_ms: g.starve_warn_ms,
         }
     }
 
@@ -106,6 +121,14 @@ impl Metrics {
             local_queued: self.local_queued.clone(),
             shared_queued: self.shared_queued.clone(),
             restarts: self.restarts,
+            cpu_node: self.cpu_node.clone(),
+            longest_wait: WaitRec {
+                wait_us: self.longest_wait_us,
+                pid: self.longest_wait_pid,
+                comm: self.longest_wait_comm.clone(),
+                still_waiting: self.longest_wait_still != 0,
+            },
+            starve_warn_ms: self.starve_warn_ms,
         }
     }
 }
@@ -243,6 +266,15 @@ pub fn help_stats() -> String {
             "numa / numa=%",
             "task starts on the home node versus elsewhere",
         ),
+        (
+            "numa.per_node",
+            "per node: starts and idle placements home/remote, remote steals, migrations in",
+        ),
+        (
+            "starvation / maxwait",
+            "longest wait to run in the last second, its pid and command; STARVING when \
+             a task waited past --starve-warn-ms",
+        ),
         ("restarts", "reloads after CPU hotplug"),
     ];
     for (n, d) in gauges {
@@ -269,7 +301,7 @@ mod tests {
             idle_procs: 1,
             local_queued: vec![1, 2],
             shared_queued: vec![3],
-            restarts: 0,
+            ..Default::default()
         };
         Metrics::new(ts, &sample, &g, &[0, 0])
     }

@@ -3,12 +3,13 @@
 use crate::bpf_skel::*;
 use crate::cli::Opts;
 use crate::metrics::{Format, Metrics, Printer};
-use crate::stats::{Gauges, Sample};
-use crate::topo::TopoMaps;
-use anyhow::{Context, Result};
+use crate::procs::{self, AutoProcs, ProcsSpec};
+use crate::stats::{Gauges, Sample, WaitRec};
+use crate::topo::{cpulist, TopoMaps};
+use anyhow::{anyhow, Context, Result};
 use crossbeam::channel::{Receiver, Sender};
 use libbpf_rs::{MapCore, OpenObject};
-use log::info;
+use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +20,32 @@ pub struct Scheduler<'a> {
     link: Option<libbpf_rs::Link>,
     topo: TopoMaps,
     restarts: u64,
+    procs: ProcsState,
+    longest_wait: WaitRec,
+    starve_warn_ms: u64,
 }
+
+/// The processor set: CPUs in the order procs are added, how many are active, and in auto
+/// mode the policy and the busy time it last saw.
+struct ProcsState {
+    order: Vec<usize>,
+    active: usize,
+    auto: Option<AutoProcs>,
+    busy_ns: Vec<u64>,
+    at: Instant,
+}
+
+impl ProcsState {
+    fn active_cpus(&self) -> Vec<usize> {
+        let mut v = self.order[..self.active].to_vec();
+        v.sort_unstable();
+        v
+    }
+}
+
+/// How often the loader reads the longest waits and re-checks the procs (Go's sysmon
+/// re-checks GOMAXPROCS about as often).
+const HOUSEKEEPING: Duration = Duration::from_secs(1);
 
 /// How the kernel names an exit kind (enum scx_exit_kind).
 pub fn exit_kind_name(kind: i32) -> &'static str {
@@ -43,8 +69,40 @@ impl<'a> Scheduler<'a> {
         open_object: &'a mut MaybeUninit<OpenObject>,
         restarts: u64,
     ) -> Result<Self> {
-        let topo = TopoMaps::from_system()?;
+        let mut topo = TopoMaps::from_system()?;
+        if opts.no_numa {
+            topo = topo.as_one_node()?;
+        }
         info!("{}", topo.summary());
+        let (order, active) =
+            procs::resolve(&opts.procs, &topo.places, opts.procs_min, opts.procs_max)
+                .map_err(|e| anyhow!(e))?;
+        let auto = match opts.procs {
+            ProcsSpec::Auto => {
+                let (min, max) = procs::auto_bounds(opts.procs_min, opts.procs_max, order.len())
+                    .map_err(|e| anyhow!(e))?;
+                Some(AutoProcs::new(active, min, max))
+            }
+            _ => None,
+        };
+        let procs = ProcsState {
+            order,
+            active,
+            auto,
+            busy_ns: Vec::new(),
+            at: Instant::now(),
+        };
+        info!(
+            "procs ({}): {} of {} CPUs: [{}]{}",
+            opts.procs,
+            procs.active,
+            topo.online.len(),
+            cpulist(&procs.active_cpus()),
+            match &procs.auto {
+                Some(a) => format!(", growing and shrinking with the load (up to {})", a.max()),
+                None => String::new(),
+            }
+        );
 
         // libbpf's messages reach the log through scx_utils (init_libbpf_logging), so the
         // builder's own debug switch, which would silence or redirect them, is left alone.
@@ -57,7 +115,14 @@ impl<'a> Scheduler<'a> {
         )
         .context("failed to open the BPF scheduler")?;
 
-        skel.struct_ops.gmp_ops_mut().exit_dump_len = opts.exit_dump_len;
+        let ops = skel.struct_ops.gmp_ops_mut();
+        ops.exit_dump_len = opts.exit_dump_len;
+        if opts.no_numa {
+            ops.flags &= !*scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
+        }
+        if opts.partial {
+            ops.flags |= *scx_utils::compat::SCX_OPS_SWITCH_PARTIAL;
+        }
         // Developer aid: GMP_VERIFIER_STATS=1 with -v logs the verifier's cost per program.
         if std::env::var_os("GMP_VERIFIER_STATS").is_some() {
             use libbpf_rs::skel::OpenSkel;
@@ -82,13 +147,21 @@ impl<'a> Scheduler<'a> {
         rodata.runnext_on = !opts.no_runnext;
         rodata.wakeup_preempt_ns = opts.wakeup_preempt_us * 1000;
         rodata.test_stall = opts.test_stall;
+        rodata.numa_on = !opts.no_numa;
+        rodata.cgroup_weights_on = !opts.no_cgroup_weights;
+        rodata.starve_warn_ns = opts.starve_warn_ms * 1_000_000;
         for c in 0..topo.nr_cpu_ids {
             rodata.cpu_node[c] = topo.cpu_node[c];
             rodata.cpu_llc[c] = topo.cpu_llc[c];
         }
+        for (n, c) in topo.node_rep_cpu().into_iter().enumerate() {
+            rodata.node_rep_cpu[n] = c;
+        }
 
         let mut skel =
             scx_ops_load!(skel, gmp_ops, uei).context("failed to load the BPF scheduler")?;
+        // The procs go in before attach: ops.init builds the cpumask from them.
+        write_procs(&mut skel, &topo, &procs.active_cpus())?;
         let link = scx_ops_attach!(skel, gmp_ops).context("failed to attach the BPF scheduler")?;
         info!(
             "scx_gmp {} scheduling: slice {} us, preempt after {} us, local cap {}, fair tick {}, runnext {}",
@@ -104,7 +177,87 @@ impl<'a> Scheduler<'a> {
             link: Some(link),
             topo,
             restarts,
+            procs,
+            longest_wait: WaitRec::default(),
+            starve_warn_ms: opts.starve_warn_ms,
         })
+    }
+
+    /// Once a second: collect the longest waits the BPF side saw, warn about starvation, and
+    /// in auto mode grow or shrink the procs.
+    fn housekeeping(&mut self, sample: &Sample) -> Result<()> {
+        self.longest_wait = self.take_longest_wait();
+        if self.longest_wait.wait_us >= self.starve_warn_ms * 1000 {
+            warn!(
+                "starvation warning: {} waited past --starve-warn-ms {}",
+                self.longest_wait.describe(),
+                self.starve_warn_ms
+            );
+        }
+
+        let busy_now: Vec<u64> = (0..self.topo.nr_cpu_ids)
+            .map(|c| sample.cpu(c, "busy_ns"))
+            .collect();
+        let secs = self.procs.at.elapsed().as_secs_f64();
+        let prev = std::mem::replace(&mut self.procs.busy_ns, busy_now);
+        self.procs.at = Instant::now();
+        if self.procs.auto.is_none() || prev.is_empty() || secs <= 0.0 {
+            return Ok(());
+        }
+        let g = self.gauges();
+        let active = &self.procs.order[..self.procs.active];
+        let busy: f64 = active
+            .iter()
+            .map(|&c| self.procs.busy_ns[c].saturating_sub(prev[c]) as f64)
+            .sum::<f64>()
+            / (secs * 1e9);
+        let waiting = active
+            .iter()
+            .map(|&c| g.local_queued.get(c).copied().unwrap_or(0) as f64)
+            .sum::<f64>()
+            + g.shared_queued.iter().map(|&q| q as f64).sum::<f64>();
+        let change = self
+            .procs
+            .auto
+            .as_mut()
+            .and_then(|a| a.observe(busy, waiting));
+        if let Some(n) = change {
+            info!(
+                "procs {} -> {} (busy {busy:.2} CPUs, {waiting:.0} waiting)",
+                self.procs.active, n
+            );
+            self.procs.active = self.procs.auto.as_ref().map_or(n, |a| a.current());
+            let cpus = self.procs.active_cpus();
+            write_procs(&mut self.skel, &self.topo, &cpus)?;
+        }
+        Ok(())
+    }
+
+    /// The longest wait any CPU recorded since the last call; the records are cleared.
+    fn take_longest_wait(&mut self) -> WaitRec {
+        let mut best = WaitRec::default();
+        let Some(bss) = self.skel.maps.bss_data.as_mut() else {
+            return best;
+        };
+        for rec in bss.wait_recs.iter_mut().take(self.topo.nr_cpu_ids) {
+            let us = rec.wait_ns / 1000;
+            if us > best.wait_us {
+                let comm: Vec<u8> = rec
+                    .comm
+                    .iter()
+                    .take_while(|&&b| b != 0)
+                    .map(|&b| b as u8)
+                    .collect();
+                best = WaitRec {
+                    wait_us: us,
+                    pid: rec.pid,
+                    comm: String::from_utf8_lossy(&comm).into_owned(),
+                    still_waiting: rec.still_waiting != 0,
+                };
+            }
+            rec.wait_ns = 0;
+        }
+        best
     }
 
     fn sample(&self) -> Result<Sample> {
@@ -124,7 +277,10 @@ impl<'a> Scheduler<'a> {
             ..Default::default()
         };
         if let Some(bss) = self.skel.maps.bss_data.as_ref() {
-            g.procs = self.topo.online.clone();
+            g.procs = self.procs.active_cpus();
+            g.cpu_node = self.topo.cpu_node.clone();
+            g.longest_wait = self.longest_wait.clone();
+            g.starve_warn_ms = self.starve_warn_ms;
             g.idle_procs = g
                 .procs
                 .iter()
@@ -168,8 +324,14 @@ impl<'a> Scheduler<'a> {
         });
         printer.feed(self.metrics(started)?);
         let mut next = interval.map(|iv| Instant::now() + iv);
+        let mut next_housekeeping = Instant::now();
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
             std::thread::sleep(Duration::from_millis(50));
+            if Instant::now() >= next_housekeeping {
+                let sample = self.sample()?;
+                self.housekeeping(&sample)?;
+                next_housekeeping += HOUSEKEEPING;
+            }
             while stats_chan.1.try_recv().is_ok() {
                 stats_chan
                     .0
@@ -206,6 +368,22 @@ impl<'a> Scheduler<'a> {
         }
         uei_report!(&self.skel, uei)
     }
+}
+
+/// Publish the procs to the BPF side: proc_on per CPU, then the all-CPUs shortcut, then a new
+/// generation so sysmon rebuilds its cpumask.
+fn write_procs(skel: &mut BpfSkel, topo: &TopoMaps, cpus: &[usize]) -> Result<()> {
+    let bss = skel
+        .maps
+        .bss_data
+        .as_mut()
+        .context("no bss in the BPF object")?;
+    for c in 0..topo.nr_cpu_ids {
+        bss.proc_on[c] = cpus.binary_search(&c).is_ok() as u8;
+    }
+    bss.procs_subset = !topo.online.iter().all(|c| cpus.binary_search(c).is_ok());
+    bss.procs_gen += 1;
+    Ok(())
 }
 
 /// Wait until sched_ext reports `disabled`, so a reload does not race the teardown.

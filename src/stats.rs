@@ -81,8 +81,28 @@ pub const STATS: [(&str, &str); NR_STATS] = [
         "preempt_wakeup",
         "wakeups that preempted a task running past --wakeup-preempt-us",
     ),
+    (
+        "place_home",
+        "wakeups placed on an idle CPU of the task's home node",
+    ),
+    (
+        "place_remote",
+        "wakeups placed on an idle CPU of another node",
+    ),
+    (
+        "enq_stranded",
+        "tasks allowed on no proc, queued on their own CPU outside the procs",
+    ),
+    (
+        "evicted",
+        "tasks moved off a CPU outside the procs to a proc's queue",
+    ),
+    (
+        "starve_over",
+        "tasks that waited longer than --starve-warn-ms before running",
+    ),
 ];
-pub const NR_STATS: usize = 30;
+pub const NR_STATS: usize = 35;
 pub const NR_LAT_BUCKETS: usize = 100;
 
 /// Index of a counter by name; the names are fixed at compile time.
@@ -214,6 +234,50 @@ pub struct Gauges {
     pub shared_queued: Vec<u32>,
     /// How many times the scheduler was reloaded (CPU hotplug).
     pub restarts: u64,
+    /// NUMA node of each CPU (index: CPU id).
+    pub cpu_node: Vec<u32>,
+    /// The longest wait to run seen in the last second.
+    pub longest_wait: WaitRec,
+    /// --starve-warn-ms.
+    pub starve_warn_ms: u64,
+}
+
+/// A task's wait to run: the longest one the BPF side saw in a window.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WaitRec {
+    pub wait_us: u64,
+    pub pid: i32,
+    pub comm: String,
+    /// Still queued when seen (a queue head), rather than started after waiting.
+    pub still_waiting: bool,
+}
+
+impl WaitRec {
+    /// "612ms pid 1234 (hog)", with "still waiting" when it had not run yet.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}ms pid {} ({}){}",
+            self.wait_us / 1000,
+            self.pid,
+            self.comm,
+            if self.still_waiting {
+                ", still waiting"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// Placement counters summed over the CPUs of each node (index: node id).
+pub fn per_node(d: &Sample, cpu_node: &[u32], nodes: usize, name: &str) -> Vec<u64> {
+    let mut v = vec![0u64; nodes];
+    for (c, &n) in cpu_node.iter().enumerate() {
+        if let Some(slot) = v.get_mut(n as usize) {
+            *slot += d.cpu(c, name);
+        }
+    }
+    v
 }
 
 /// One interval's report.
@@ -273,6 +337,8 @@ impl Report<'_> {
                 "direct_idle": t("enq_direct_idle"),
                 "pinned": t("enq_pinned"),
                 "reenq": t("enq_reenq"),
+                "stranded": t("enq_stranded"),
+                "evicted": t("evicted"),
             },
             "preempt": {
                 "sysmon": t("preempt_sysmon"),
@@ -280,11 +346,24 @@ impl Report<'_> {
                 "wakeup": t("preempt_wakeup"),
             },
             "kicks": { "idle": t("kick_idle"), "preempt": t("kick_preempt") },
+            "procs_cpus": crate::topo::cpulist(&self.g.procs),
             "numa": {
                 "local": t("numa_local"),
                 "remote": t("numa_remote"),
+                "place_home": t("place_home"),
+                "place_remote": t("place_remote"),
                 "migrations": t("migrations"),
                 "migrations_node": t("migrations_node"),
+                "steals_remote": t("disp_steal_remote"),
+                "per_node": self.per_node_json(),
+            },
+            "starvation": {
+                "longest_wait_us": self.g.longest_wait.wait_us,
+                "pid": self.g.longest_wait.pid,
+                "comm": self.g.longest_wait.comm,
+                "still_waiting": self.g.longest_wait.still_waiting,
+                "over_threshold": t("starve_over"),
+                "threshold_ms": self.g.starve_warn_ms,
             },
             "latency_us": {
                 "p50": percentile_us(&d.lat, 0.50),
@@ -296,6 +375,35 @@ impl Report<'_> {
             "sysmon_runs": t("sysmon_runs"),
             "restarts": self.g.restarts,
         })
+    }
+
+    /// Home-versus-remote counters per node (counted on the CPU where each event happened).
+    fn per_node_json(&self) -> Value {
+        let nodes = self.g.shared_queued.len();
+        let col = |name: &str| per_node(self.d, &self.g.cpu_node, nodes, name);
+        let (sl, sr, pl, pr, st, mg) = (
+            col("numa_local"),
+            col("numa_remote"),
+            col("place_home"),
+            col("place_remote"),
+            col("disp_steal_remote"),
+            col("migrations_node"),
+        );
+        Value::Array(
+            (0..nodes)
+                .map(|n| {
+                    json!({
+                        "node": n,
+                        "starts_home": sl[n],
+                        "starts_remote": sr[n],
+                        "place_home": pl[n],
+                        "place_remote": pr[n],
+                        "steals_remote": st[n],
+                        "migrations_in": mg[n],
+                    })
+                })
+                .collect(),
+        )
     }
 
     /// Share of the interval CPU `c` spent running scx_gmp tasks, in percent.
@@ -315,9 +423,16 @@ impl Report<'_> {
             .map(|v| v.to_string())
             .collect();
         let steals = t("disp_steal_llc") + t("disp_steal_node") + t("disp_steal_remote");
+        let w = &self.g.longest_wait;
+        let starving = if t("starve_over") > 0 || w.wait_us >= self.g.starve_warn_ms * 1000 {
+            format!(" STARVING={} longest={}", t("starve_over"), w.describe())
+        } else {
+            String::new()
+        };
         format!(
             "SCHED {}ms: procs={} idle={} runqueue={} [{}] runnext={} local={} shared={} \
-             fair={} steals={}/{} preempt={}+{}+{} kicks={} numa={:.0}% p50={}us p99={}us max={}us",
+             fair={} steals={}/{} preempt={}+{}+{} kicks={} numa={:.0}% p50={}us p99={}us max={}us \
+             maxwait={}ms{}",
             self.elapsed_ms,
             self.g.procs.len(),
             self.g.idle_procs,
@@ -337,6 +452,8 @@ impl Report<'_> {
             percentile_us(&d.lat, 0.50),
             percentile_us(&d.lat, 0.99),
             max_us(&d.lat),
+            w.wait_us / 1000,
+            starving,
         )
     }
 }
@@ -420,6 +537,14 @@ mod tests {
             local_queued: vec![3, 0],
             shared_queued: vec![2],
             restarts: 0,
+            cpu_node: vec![0, 0],
+            longest_wait: WaitRec {
+                wait_us: 612_000,
+                pid: 42,
+                comm: "hog".into(),
+                still_waiting: true,
+            },
+            starve_warn_ms: 500,
         };
         let r = Report {
             elapsed_ms: 1000,
@@ -437,5 +562,50 @@ mod tests {
         assert_eq!(j["local_queued"], json!([3, 0]));
         assert_eq!(j["dispatch"]["local"], 2);
         assert!(j["latency_us"]["p99"].as_u64().is_some());
+        let over = d.total("starve_over");
+        assert!(
+            line.ends_with(&format!(
+                "STARVING={over} longest=612ms pid 42 (hog), still waiting"
+            )),
+            "{line}"
+        );
+        assert_eq!(j["starvation"]["pid"], 42);
+        assert_eq!(j["starvation"]["over_threshold"], over);
+        // Both CPUs are in node 0: the node's column is the total.
+        assert_eq!(
+            j["numa"]["per_node"][0]["starts_home"],
+            d.total("numa_local")
+        );
+        assert_eq!(j["procs_cpus"], "0-1");
+    }
+
+    #[test]
+    fn quiet_when_nothing_waits_long() {
+        let d = Sample {
+            per_cpu: vec![vec![0; NR_STATS]],
+            lat: vec![0; NR_LAT_BUCKETS],
+        };
+        let g = Gauges {
+            procs: vec![0],
+            local_queued: vec![0],
+            shared_queued: vec![0],
+            cpu_node: vec![0],
+            longest_wait: WaitRec {
+                wait_us: 3_000,
+                pid: 7,
+                comm: "sh".into(),
+                still_waiting: false,
+            },
+            starve_warn_ms: 500,
+            ..Default::default()
+        };
+        let r = Report {
+            elapsed_ms: 1000,
+            interval_s: 1.0,
+            d: &d,
+            g: &g,
+        };
+        let line = r.to_schedtrace();
+        assert!(line.ends_with("maxwait=3ms"), "{line}");
     }
 }

@@ -413,7 +413,7 @@ mod tests {
                 idle_procs: 1,
                 local_queued: vec![3, 0, 1, 0],
                 shared_queued: vec![2, 0],
-                restarts: 0,
+                ..Default::default()
             };
             Metrics::new(ts, &s, &g, &[0, 0, 1, 1])
         };

@@ -8,13 +8,7 @@ pub const MAX_CPUS: usize = 512;
 pub const MAX_NODES: usize = 64;
 
 /// One online CPU's place in the machine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CpuPlace {
-    pub cpu: usize,
-    pub core: usize,
-    pub llc: usize,
-    pub node: usize,
-}
+pub use crate::procs::Place as CpuPlace;
 
 /// What the BPF side needs: per-CPU node and LLC ids, indexed by CPU id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +23,8 @@ pub struct TopoMaps {
     pub online: Vec<usize>,
     /// Node id -> its online CPUs.
     pub node_cpus: Vec<Vec<usize>>,
+    /// Every online CPU's place (core, LLC, node), for choosing procs.
+    pub places: Vec<CpuPlace>,
 }
 
 impl TopoMaps {
@@ -73,7 +69,27 @@ impl TopoMaps {
             cpu_llc,
             online,
             node_cpus,
+            places: places.to_vec(),
         })
+    }
+
+    /// --no-numa: the same CPUs and LLCs, all in node 0.
+    pub fn as_one_node(&self) -> Result<Self> {
+        let places: Vec<CpuPlace> = self
+            .places
+            .iter()
+            .map(|p| CpuPlace { node: 0, ..*p })
+            .collect();
+        Self::build(self.nr_cpu_ids, &places)
+    }
+
+    /// One online CPU per node (the lowest), a placement hint for the BPF side; nodes without
+    /// online CPUs get CPU 0's id, which the kernel's idle pick treats as any other hint.
+    pub fn node_rep_cpu(&self) -> Vec<u32> {
+        self.node_cpus
+            .iter()
+            .map(|cpus| cpus.first().copied().unwrap_or(self.online[0]) as u32)
+            .collect()
     }
 
     /// Read the machine's topology (sysfs, through scx_utils). A CPU going offline while
@@ -121,25 +137,7 @@ impl TopoMaps {
 }
 
 /// Format CPU ids as a compact list: 0-3,8,10-11.
-pub fn cpulist(cpus: &[usize]) -> String {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
-}
+pub use crate::procs::cpulist;
 
 #[cfg(test)]
 mod tests {
@@ -174,6 +172,11 @@ mod tests {
             t.summary(),
             "4 online CPUs in 2 NUMA node(s): node0=[0-1] node1=[2-3]"
         );
+        assert_eq!(t.node_rep_cpu(), vec![0, 2]);
+        let one = t.as_one_node().unwrap();
+        assert_eq!(one.nr_nodes, 1);
+        assert_eq!(one.cpu_llc, vec![0, 0, 1, 1]);
+        assert_eq!(one.node_cpus, vec![vec![0, 1, 2, 3]]);
     }
 
     #[test]
