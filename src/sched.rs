@@ -73,7 +73,6 @@ impl<'a> Scheduler<'a> {
         if opts.no_numa {
             topo = topo.as_one_node()?;
         }
-        info!("{}", topo.summary());
         let (order, active) =
             procs::resolve(&opts.procs, &topo.places, opts.procs_min, opts.procs_max)
                 .map_err(|e| anyhow!(e))?;
@@ -85,6 +84,7 @@ impl<'a> Scheduler<'a> {
             }
             _ => None,
         };
+        info!("{}", topo.summary());
         let procs = ProcsState {
             order,
             active,
@@ -189,7 +189,7 @@ impl<'a> Scheduler<'a> {
         self.longest_wait = self.take_longest_wait();
         if self.longest_wait.wait_us >= self.starve_warn_ms * 1000 {
             warn!(
-                "starvation warning: {} waited past --starve-warn-ms {}",
+                "starvation warning: {} (--starve-warn-ms {})",
                 self.longest_wait.describe(),
                 self.starve_warn_ms
             );

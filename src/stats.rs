@@ -253,13 +253,13 @@ pub struct WaitRec {
 }
 
 impl WaitRec {
-    /// "612ms pid 1234 (hog)", with "still waiting" when it had not run yet.
+    /// "pid 1234 (hog) waited 612ms", with "still waiting" when it had not run yet.
     pub fn describe(&self) -> String {
         format!(
-            "{}ms pid {} ({}){}",
-            self.wait_us / 1000,
+            "pid {} ({}) waited {}ms{}",
             self.pid,
             self.comm,
+            self.wait_us / 1000,
             if self.still_waiting {
                 ", still waiting"
             } else {
@@ -565,7 +565,7 @@ mod tests {
         let over = d.total("starve_over");
         assert!(
             line.ends_with(&format!(
-                "STARVING={over} longest=612ms pid 42 (hog), still waiting"
+                "STARVING={over} longest=pid 42 (hog) waited 612ms, still waiting"
             )),
             "{line}"
         );

@@ -61,24 +61,45 @@ jain() { awk '{ for (i = 1; i <= NF; i++) { s += $i; q += $i * $i; n++ } } END {
 cputime() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # Sum a field over the JSON stats lines of a log: json_sum FILE 'jq-like.path' (dots only).
-json_sum() {
-  python3 - "$1" "$2" <<'EOF'
-import json, sys
-total = 0
-for line in open(sys.argv[1]):
-    line = line.strip()
-    if not line.startswith('{'):
-        continue
-    v = json.loads(line)
-    for k in sys.argv[2].split('.'):
-        v = v.get(k, 0) if isinstance(v, dict) else 0
-    total += v if isinstance(v, (int, float)) else 0
-print(total)
-EOF
-}
+json_sum() { json_series "$1" "$2" | tr ' ' '\n' | awk '$1 != "None" && $1 != "" { s += $1 } END { printf "%d\n", s }'; }
 
 # A CPU hog that exits after $1 seconds.
 hog() { timeout "$1" sh -c 'while :; do :; done'; }
 
 # Start a CPU hog in the background whose own pid is $! (kill it when done).
 spin() { exec sh -c 'while :; do :; done'; }
+
+# Per-CPU tick counters from /proc/stat, one line per CPU: "id busy total".
+cpu_snap() { awk '/^cpu[0-9]/ { b = $2 + $3 + $4 + $7 + $8 + $9; print substr($1, 4), b, b + $5 + $6 }' /proc/stat; }
+# cpu_busy_pct SNAP_BEFORE SNAP_AFTER: busy % of each CPU in between, space-separated by CPU id.
+cpu_busy_pct() {
+  paste -d' ' <(echo "$1") <(echo "$2") |
+    awk '{ db = $5 - $2; dt = $6 - $3; printf "%s%.0f", (NR > 1 ? " " : ""), dt ? 100 * db / dt : 0 } END { print "" }'
+}
+# The CPU a task last ran on (field 39 of /proc/PID/stat).
+last_cpu() { awk '{ print $39 }' "/proc/$1/stat" 2>/dev/null; }
+# A field of /proc/PID/sched ("policy", "ext.enabled").
+sched_field() { awk -v k="$2" '$1 == k { print $3 }' "/proc/$1/sched" 2>/dev/null; }
+# CPUs of a NUMA node as a list of ids.
+node_cpus() { python3 -c '
+import sys
+out = []
+for part in open("/sys/devices/system/node/node%s/cpulist" % sys.argv[1]).read().strip().split(","):
+    a, _, b = part.partition("-")
+    out += range(int(a), int(b or a) + 1)
+print(" ".join(map(str, out)))' "$1"; }
+# Values of a JSON field over the stats lines of a log, space-separated (dots only).
+json_series() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+vals = []
+for line in open(sys.argv[1]):
+    if not line.startswith('{'):
+        continue
+    v = json.loads(line)
+    for k in sys.argv[2].split('.'):
+        v = v.get(k) if isinstance(v, dict) else None
+    vals.append(str(v))
+print(" ".join(vals))
+PY
+}

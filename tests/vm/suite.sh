@@ -9,6 +9,8 @@ export REPO RES TIER
 . "$REPO/tests/vm/cases_gmp.sh"
 . "$REPO/tests/vm/cases_faults.sh"
 . "$REPO/tests/vm/cases_watch.sh"
+. "$REPO/tests/vm/cases_procs.sh"
+. "$REPO/tests/vm/cases_weights.sh"
 
 if [ "$TIER" = full ]; then
   # Full durations and counts from shared/design/reliability.md.
@@ -35,6 +37,8 @@ log "guest: kernel $(uname -r), $NCPU CPUs, nodes $(cat /sys/devices/system/node
 ALL_CASES=(load bad_input second_instance kill9 ci_stress
            runnext sysmon_fair steal overflow fair_tick race_affinity
            monitor help_stats top
+           procs_bad_input procs_fixed procs_auto numa_locality partial
+           nice cgroup_weight no_cgroup_weights starve_warn
            f1_overload f2_watchdog f3_hotplug f4_affinity f5_pinned f6_rt_hog
            f7_fork f8_cgroups f9_policy f10_load_loop f12_sysrq_s f13_sysrq_d f15_memory f17_sigterm)
 # Last: under emulation it can take the guest down (see t_f3b_hotplug_restart).

@@ -1,0 +1,154 @@
+# The processor set (--procs), NUMA placement and --partial. Each case asserts on what the
+# tasks experienced (/proc/stat per-CPU busy time, the CPU each task last ran on,
+# /proc/PID/sched) and reports scx_gmp's own counters beside it.
+
+# A task that runs ~20 ms, sleeps 10 ms, again: it wakes often, so placement decides where.
+periodic() { exec python3 -c '
+import time
+while True:
+    end = time.monotonic() + 0.02
+    while time.monotonic() < end:
+        pass
+    time.sleep(0.01)'; }
+
+# --procs 2: unpinned hogs run only on the two compact CPUs; a task pinned outside still runs.
+t_procs_fixed() {
+  local pids=() pin i s1 s2 busy t0 t1 ticks cpus b
+  start_sched procs_fixed --procs 2 --stats 1 --json || { fail procs_fixed "did not load"; return; }
+  for ((i = 0; i < NCPU; i++)); do spin & pids+=($!); done
+  taskset -c $((NCPU - 1)) sh -c 'while :; do :; done' & pin=$!
+  sleep 3
+  s1=$(cpu_snap); t0=$(cputime "$pin")
+  sleep 6
+  s2=$(cpu_snap); t1=$(cputime "$pin")
+  kill "${pids[@]}" "$pin" 2>/dev/null; wait "${pids[@]}" "$pin" 2>/dev/null
+  stop_sched INT
+  busy=$(cpu_busy_pct "$s1" "$s2")
+  ticks=$((t1 - t0))
+  cpus=$(json_series "$LOGS/procs_fixed.out" procs_cpus | awk '{ print $NF }')
+  read -r -a b <<< "$busy"
+  # Compact order on this VM: node 0's CPUs first (0 and 1).
+  if [ "$SCHED_RC" -ne 0 ]; then fail procs_fixed "scheduler exit $SCHED_RC"
+  elif [ "$cpus" != "0-1" ]; then fail procs_fixed "procs $cpus (want 0-1)"
+  elif [ "${b[0]}" -lt 85 ] || [ "${b[1]}" -lt 85 ]; then fail procs_fixed "procs not saturated: busy % per CPU $busy"
+  elif [ "${b[2]}" -gt 15 ]; then fail procs_fixed "CPU 2 (not a proc) busy ${b[2]}% (want <= 15): $busy"
+  elif [ "$ticks" -lt 300 ]; then fail procs_fixed "task pinned to CPU $((NCPU - 1)) got $ticks ticks in 6 s (want >= 300)"
+  else pass procs_fixed "--procs 2 -> procs $cpus; $NCPU hogs: busy % per CPU $busy; the task pinned to CPU $((NCPU - 1)) got $ticks/600 ticks"
+  fi
+}
+
+# --procs auto (the default) grows under load that needs every CPU and shrinks after it.
+t_procs_auto() {
+  local pids=() i trace maxp lastp
+  start_sched procs_auto --stats 1 --json || { fail procs_auto "did not load"; return; }
+  sleep 4
+  for ((i = 0; i < 2 * NCPU; i++)); do spin & pids+=($!); done
+  sleep 8
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  sleep 9
+  stop_sched INT
+  trace=$(json_series "$LOGS/procs_auto.out" procs)
+  maxp=$(tr ' ' '\n' <<< "$trace" | sort -n | tail -1)
+  lastp=$(awk '{ print $NF }' <<< "$trace")
+  if [ "$SCHED_RC" -ne 0 ]; then fail procs_auto "scheduler exit $SCHED_RC"
+  elif [ "$maxp" != "$NCPU" ]; then fail procs_auto "never grew to $NCPU procs: $trace"
+  elif [ "$lastp" -ge "$NCPU" ]; then fail procs_auto "did not shrink after the load: $trace"
+  else pass procs_auto "procs per second (idle 4 s, $((2 * NCPU)) hogs 8 s, idle 9 s): $trace"
+  fi
+}
+
+# Locality: hogs started on node 1 stay there once free to run anywhere; an overloaded node
+# sheds work to an idle one.
+t_numa_locality() {
+  local nn n1 cg=/sys/fs/cgroup/gmp-numa pids=() i p c samples=0 home=0 share s1 s2 busy b0 hogs=()
+  nn=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)
+  [ "$nn" -ge 2 ] || { skip numa_locality "one NUMA node"; return; }
+  grep -q cpuset /sys/fs/cgroup/cgroup.controllers || { fail numa_locality "no cpuset controller"; return; }
+  n1=$(node_cpus 1)
+  echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+  mkdir -p "$cg" && echo "${n1// /,}" > "$cg/cpuset.cpus" && echo 1 > "$cg/cpuset.mems"
+  start_sched numa --procs all --stats 1 --json || { fail numa_locality "did not load"; rmdir "$cg"; return; }
+  for c in $n1; do
+    sh -c "echo \$\$ > $cg/cgroup.procs; $(declare -f periodic); periodic" & pids+=($!)
+  done
+  sleep 2
+  echo "0-$((NCPU - 1))" > "$cg/cpuset.cpus"
+  local mark; mark=$(wc -l < "$LOGS/numa.out")
+  for ((i = 0; i < 50; i++)); do
+    for p in "${pids[@]}"; do
+      c=$(last_cpu "$p"); [ -n "$c" ] || continue
+      samples=$((samples + 1))
+      [[ " $n1 " == *" $c "* ]] && home=$((home + 1))
+    done
+    sleep 0.2
+  done
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  tail -n +$((mark + 1)) "$LOGS/numa.out" > "$LOGS/numa.free"
+  local sl sr pl pr
+  sl=$(json_sum "$LOGS/numa.free" numa.local); sr=$(json_sum "$LOGS/numa.free" numa.remote)
+  pl=$(json_sum "$LOGS/numa.free" numa.place_home); pr=$(json_sum "$LOGS/numa.free" numa.place_remote)
+  # Overload: 3 hogs per node-1 CPU, confined there, then released.
+  echo "${n1// /,}" > "$cg/cpuset.cpus"
+  for c in $n1 $n1 $n1; do
+    sh -c "echo \$\$ > $cg/cgroup.procs; exec sh -c 'while :; do :; done'" & hogs+=($!)
+  done
+  sleep 2
+  echo "0-$((NCPU - 1))" > "$cg/cpuset.cpus"
+  sleep 2
+  s1=$(cpu_snap); sleep 4; s2=$(cpu_snap)
+  kill "${hogs[@]}" 2>/dev/null; wait "${hogs[@]}" 2>/dev/null
+  stop_sched INT
+  rmdir "$cg" 2>/dev/null
+  busy=$(cpu_busy_pct "$s1" "$s2")
+  b0=$(for c in $(node_cpus 0); do echo "$busy" | awk -v i=$((c + 1)) '{ print $i }'; done | sort -n | head -1)
+  share=$(awk -v h="$home" -v s="$samples" 'BEGIN { printf "%.1f", s ? 100 * h / s : 0 }')
+  local detail="$samples samples of ${#pids[@]} waking tasks started on node 1: $share% on node 1; starts home/remote $sl/$sr, idle placements home/remote $pl/$pr; overload of node 1 released: busy % per CPU $busy"
+  if [ "$SCHED_RC" -ne 0 ]; then fail numa_locality "scheduler exit $SCHED_RC"
+  elif awk -v s="$share" 'BEGIN { exit !(s < 95) }'; then fail numa_locality "$detail (want >= 95%)"
+  elif [ "${b0:-0}" -lt 60 ]; then fail numa_locality "$detail (node 0 stayed idle: min busy $b0%, want >= 60)"
+  else pass numa_locality "$detail"
+  fi
+}
+
+# --partial: only tasks started with `scx_gmp run` are scheduled by scx_gmp, on its procs.
+t_partial() {
+  local ext=() other i p c bad="" samples=0 pol en oen
+  start_sched partial --partial --procs 2-3 --stats 1 --json || { fail partial "did not load"; return; }
+  for i in 1 2 3; do "$SCX" run sh -c 'while :; do :; done' & ext+=($!); done
+  sh -c 'while :; do :; done' & other=$!
+  sleep 3
+  pol=$(sched_field "${ext[0]}" policy); en=$(sched_field "${ext[0]}" ext.enabled)
+  oen=$(sched_field "$other" ext.enabled)
+  for ((i = 0; i < 20; i++)); do
+    for p in "${ext[@]}"; do
+      c=$(last_cpu "$p"); samples=$((samples + 1))
+      [ "$c" = 2 ] || [ "$c" = 3 ] || bad+="$p@$c "
+    done
+    sleep 0.2
+  done
+  kill "${ext[@]}" "$other" 2>/dev/null; wait "${ext[@]}" "$other" 2>/dev/null
+  stop_sched INT
+  if [ "$SCHED_RC" -ne 0 ]; then fail partial "scheduler exit $SCHED_RC"
+  elif [ "$pol" != 7 ] || [ "$en" != 1 ]; then fail partial "task started by 'scx_gmp run': policy $pol, ext.enabled $en (want 7, 1)"
+  elif [ "$oen" != 0 ]; then fail partial "an ordinary task has ext.enabled $oen under --partial"
+  elif [ -n "$bad" ]; then fail partial "SCHED_EXT tasks ran outside procs 2-3: $bad"
+  else pass partial "'scx_gmp run' tasks: policy 7, ext.enabled 1, $samples samples all on procs 2-3; an ordinary task: ext.enabled 0"
+  fi
+}
+
+# Bad --procs values: one line, exit 2 (parse) or 1 (topology), nothing loaded.
+t_procs_bad_input() {
+  local out rc bad=""
+  for args in "--procs 0" "--procs 1-x" "--procs 0-$NCPU" "--procs 2 --procs-min 1" "--procs auto --procs-min 3 --procs-max 2" "--procs $((NCPU + 1))"; do
+    # shellcheck disable=SC2086
+    out=$("$SCX" $args 2>&1); rc=$?
+    [ "$rc" -ne 0 ] || bad+="'$args' exit 0; "
+    [ "$(wc -l <<< "$out")" -eq 1 ] || bad+="'$args' printed $(wc -l <<< "$out") lines; "
+    [ "$(state)" = disabled ] || bad+="'$args' left state $(state); "
+  done
+  out=$("$SCX" --procs "0-$NCPU" 2>&1)
+  if [ -n "$bad" ]; then fail procs_bad_input "$bad"
+  elif ! grep -q "CPU $NCPU does not exist or is offline" <<< "$out"; then fail procs_bad_input "message for an absent CPU: $out"
+  else pass procs_bad_input "6 bad --procs values: one line each, non-zero exit, nothing loaded; e.g. '$out'"
+  fi
+}

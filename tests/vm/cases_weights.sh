@@ -1,0 +1,103 @@
+# Priorities users already set: nice, cgroup cpu.weight, and the starvation early warning.
+# The weight cases measure the kernel's default scheduler (EEVDF, nothing loaded) the same way
+# in the same case, for reference.
+
+# CPU-time ratio of a nice-0 and a nice-10 hog pinned to one CPU for $1 seconds.
+nice_ratio() {
+  local a b ta tb
+  taskset -c 1 sh -c 'while :; do :; done' & a=$!
+  taskset -c 1 nice -n 10 sh -c 'while :; do :; done' & b=$!
+  sleep "$1"
+  ta=$(cputime "$a"); tb=$(cputime "$b")
+  kill "$a" "$b" 2>/dev/null; wait "$a" "$b" 2>/dev/null
+  awk -v a="$ta" -v b="$tb" 'BEGIN { printf "%.1f %d %d\n", b ? a / b : 999, a, b }'
+}
+
+t_nice() {
+  local eevdf gmp r
+  eevdf=$(nice_ratio 8)
+  start_sched nice --stats 1 --json || { fail nice "did not load"; return; }
+  gmp=$(nice_ratio 10)
+  stop_sched INT
+  r=${gmp%% *}
+  if [ "$SCHED_RC" -ne 0 ]; then fail nice "scheduler exit $SCHED_RC"
+  elif awk -v r="$r" 'BEGIN { exit !(r < 6 || r > 13) }'; then
+    fail nice "nice 0 : nice 10 CPU time $r:1 (ticks ${gmp#* }; want 6..13; EEVDF ${eevdf%% *}:1)"
+  else pass nice "nice 0 : nice 10 on one CPU: scx_gmp $r:1 (ticks ${gmp#* }), EEVDF ${eevdf%% *}:1 (ticks ${eevdf#* }); kernel weights 1024:110 = 9.3:1"
+  fi
+}
+
+# CPU-time ratio of two sibling cgroups with cpu.weight 100 and 300, NCPU hogs each, $1 s.
+cgroup_ratio() {
+  local base=/sys/fs/cgroup pids=() i ta=0 tb=0 p
+  echo +cpu > "$base/cgroup.subtree_control" 2>/dev/null
+  mkdir -p "$base/gmp-w100" "$base/gmp-w300"
+  echo 100 > "$base/gmp-w100/cpu.weight"; echo 300 > "$base/gmp-w300/cpu.weight"
+  for ((i = 0; i < NCPU; i++)); do
+    sh -c "echo \$\$ > $base/gmp-w100/cgroup.procs; exec sh -c 'while :; do :; done'" & pids+=($!)
+    sh -c "echo \$\$ > $base/gmp-w300/cgroup.procs; exec sh -c 'while :; do :; done'" & pids+=($!)
+  done
+  sleep "$1"
+  for ((i = 0; i < ${#pids[@]}; i += 2)); do
+    ta=$((ta + $(cputime "${pids[i]}"))); tb=$((tb + $(cputime "${pids[i + 1]}")))
+  done
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  rmdir "$base/gmp-w100" "$base/gmp-w300" 2>/dev/null
+  awk -v a="$ta" -v b="$tb" 'BEGIN { printf "%.2f %d %d\n", a ? b / a : 999, a, b }'
+}
+
+t_cgroup_weight() {
+  local eevdf gmp r
+  grep -q cpu /sys/fs/cgroup/cgroup.controllers || { fail cgroup_weight "no cpu controller"; return; }
+  eevdf=$(cgroup_ratio 8)
+  start_sched cgw --stats 1 --json || { fail cgroup_weight "did not load"; return; }
+  gmp=$(cgroup_ratio 12)
+  stop_sched INT
+  r=${gmp%% *}
+  if [ "$SCHED_RC" -ne 0 ]; then fail cgroup_weight "scheduler exit $SCHED_RC"
+  elif awk -v r="$r" 'BEGIN { exit !(r < 2 || r > 4) }'; then
+    fail cgroup_weight "cpu.weight 300 : 100 got $r:1 (ticks ${gmp#* }; want 2..4; EEVDF ${eevdf%% *}:1)"
+  else pass cgroup_weight "cpu.weight 300 : 100 with $NCPU hogs each: scx_gmp $r:1 (ticks ${gmp#* }), EEVDF ${eevdf%% *}:1 (ticks ${eevdf#* })"
+  fi
+}
+
+# --no-cgroup-weights: the same cgroups share equally (the flag really turns it off).
+t_no_cgroup_weights() {
+  local gmp r
+  grep -q cpu /sys/fs/cgroup/cgroup.controllers || { fail no_cgroup_weights "no cpu controller"; return; }
+  start_sched nocgw --no-cgroup-weights || { fail no_cgroup_weights "did not load"; return; }
+  gmp=$(cgroup_ratio 8)
+  stop_sched INT
+  r=${gmp%% *}
+  if [ "$SCHED_RC" -ne 0 ]; then fail no_cgroup_weights "scheduler exit $SCHED_RC"
+  elif awk -v r="$r" 'BEGIN { exit !(r < 0.7 || r > 1.4) }'; then fail no_cgroup_weights "ratio $r:1 with weights off (want about 1)"
+  else pass no_cgroup_weights "weights off: cpu.weight 300 : 100 got $r:1 (ticks ${gmp#* })"
+  fi
+}
+
+# The early warning names a task kept waiting by an overloaded CPU, and is quiet when idle.
+t_starve_warn() {
+  local pids=() i over named quiet_over quiet_max warn
+  start_sched starve --starve-warn-ms 100 --stats 1 --json || { fail starve_warn "did not load"; return; }
+  for ((i = 0; i < 30; i++)); do taskset -c 1 sh -c 'while :; do :; done' & pids+=($!); done
+  sleep 6
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  stop_sched INT
+  over=$(json_sum "$LOGS/starve.out" starvation.over_threshold)
+  warn=$(grep -m1 'starvation warning' "$LOGS/starve.err")
+  named=""
+  for p in "${pids[@]}"; do grep -q "pid $p (sh)" "$LOGS/starve.err" && { named=$p; break; }; done
+
+  start_sched starve_idle --starve-warn-ms 100 --stats 1 --json || { fail starve_warn "did not load (idle run)"; return; }
+  sleep 6
+  stop_sched INT
+  # The first two intervals include the switch of every task into scx_gmp at load.
+  tail -n +3 "$LOGS/starve_idle.out" > "$LOGS/starve_idle.steady"
+  quiet_over=$(json_sum "$LOGS/starve_idle.steady" starvation.over_threshold)
+  quiet_max=$(json_series "$LOGS/starve_idle.steady" starvation.longest_wait_us | tr ' ' '\n' | sort -n | tail -1)
+  if [ "$SCHED_RC" -ne 0 ]; then fail starve_warn "scheduler exit $SCHED_RC"
+  elif [ "$over" -le 0 ] || [ -z "$named" ]; then fail starve_warn "30 hogs on CPU 1: $over over 100 ms, warning naming a hog: '${named:-none}' ($warn)"
+  elif [ "$quiet_over" -ne 0 ] || [ "${quiet_max:-0}" -ge 100000 ]; then fail starve_warn "idle machine: $quiet_over over threshold, longest wait ${quiet_max} us"
+  else pass starve_warn "30 hogs on CPU 1: $over waits over 100 ms; $warn; idle: 0 over, longest wait ${quiet_max} us"
+  fi
+}
