@@ -89,6 +89,8 @@ struct cpu_ctx cpu_ctxs[MAX_CPUS];
 u32 shared_queued[MAX_NODES];     /* shared_dsq lengths at the last sysmon pass */
 u64 node_kick_at[MAX_NODES];      /* when wakep last kicked a CPU of the node; 0: none pending */
 u64 sysmon_interval_ns;
+u64 sysmon_next_at;                       /* when the sysmon timer fires next */
+u64 vclock;                               /* the highest vtime of a task that started */
 u64 starve_scan_at;
 struct gmp_wait_rec wait_recs[MAX_CPUS];  /* read and cleared by the loader each interval */
 s64 nr_runnable_total;                    /* runnable scx tasks counted for cgroup weights */
@@ -110,6 +112,8 @@ struct task_ctx {
 	u64 burst_ns;       /* CPU time since the task last slept */
 	u64 last_burst_ns;  /* CPU time it used between its last two sleeps */
 	u64 wslice;         /* slice from the task's weight and cgroup share, set at running */
+	s64 debt_ns;        /* CPU time run past (> 0) or short of (< 0) its slices while contended */
+	u64 vtime;          /* weighted CPU time: ns run * slice_ns / wslice */
 	u64 cgid;           /* cgroup counted at runnable, undone at quiescent */
 	s32 home_node;      /* where the task has been running */
 	s32 last_cpu;
@@ -717,11 +721,13 @@ kick_target:
 
 keep_running:
 	/*
-	 * SCX_ENQ_LAST: nothing else wants this CPU and the task may stay (it is on a proc, or
-	 * may run nowhere else): it goes on with a fresh weighted slice.
+	 * SCX_ENQ_LAST for a task that may stay (keep_prev normally keeps those before it comes to
+	 * this): back to this CPU's local DSQ. The CPU is already switching to idle, so kick it
+	 * to pick the task up.
 	 */
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tctx && tctx->wslice ? tctx->wslice : slice_ns,
 			   enq_flags);
+	scx_bpf_kick_cpu(scx_bpf_task_cpu(p), 0);
 	stat_add(ST_DISP_KEEP_PREV, 1);
 }
 
@@ -789,6 +795,46 @@ static u64 head_wait_ns(u64 dsq_id, u64 now)
 		break;
 	}
 	return wait;
+}
+
+/* vtime of the task at the head of @dsq_id; U64_MAX if the queue is empty. */
+static u64 head_vtime(u64 dsq_id)
+{
+	struct task_struct *p;
+	u64 v = (u64)-1;
+
+	bpf_for_each(scx_dsq, p, dsq_id, 0) {
+		struct task_ctx *tctx = task_ctx(p);
+
+		if (tctx)
+			v = tctx->vtime;
+		break;
+	}
+	return v;
+}
+
+/*
+ * Weight fairness across nodes: every node serves its own shared queue, so tasks on a node
+ * crowded with heavy-weight work would fall behind their share. A proc about to serve its
+ * shared queue takes another node's head instead when that task's weighted CPU time trails
+ * its own head's by more than two slices. Global for the same reason as steal_from().
+ */
+__noinline int lag_steal(u32 node)
+{
+	u64 mine = head_vtime(shared_dsq(node)), theirs;
+	u32 n;
+
+	if (mine == (u64)-1)
+		return 0;
+	bpf_for(n, 0, nr_nodes) {
+		if (n == node || n >= MAX_NODES)
+			continue;
+		theirs = head_vtime(shared_dsq(n));
+		if (theirs != (u64)-1 && theirs + 2 * slice_ns < mine &&
+		    scx_bpf_dsq_move_to_local(shared_dsq(n), 0))
+			return 1;
+	}
+	return 0;
 }
 
 /*
@@ -902,6 +948,26 @@ __noinline u32 evict_from(s32 cpu)
 	return cctx->steal_moved;
 }
 
+/*
+ * Nothing else to run: the previous task keeps the CPU with a fresh slice (the kernel keeps
+ * a runnable prev whose slice ops.dispatch refilled), unless it is on a non-proc and may run
+ * on a proc: then it is left alone, and SCX_OPS_ENQ_LAST hands it to ops.enqueue, which moves
+ * it to a proc.
+ */
+static void keep_prev(s32 cpu, struct task_struct *prev)
+{
+	struct task_ctx *tctx;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED))
+		return;
+	if (!is_proc(cpu) && prev->nr_cpus_allowed > 1 && !is_migration_disabled(prev) &&
+	    proc_for(prev) >= 0)
+		return;
+	tctx = task_ctx(prev);
+	scx_bpf_task_set_slice(prev, tctx && tctx->wslice ? tctx->wslice : slice_ns);
+	stat_add(ST_DISP_KEEP_PREV, 1);
+}
+
 void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
@@ -923,6 +989,8 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 			evict_from(cpu);
 		if (scx_bpf_dsq_move_to_local(cpu, 0))
 			stat_add(ST_DISP_LOCAL, 1);
+		else
+			keep_prev(cpu, prev);
 		return;
 	}
 
@@ -934,6 +1002,11 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 	}
 	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
 		stat_add(ST_DISP_LOCAL, 1);
+		return;
+	}
+	if (nr_nodes > 1 && lag_steal(node)) {
+		stat_add(ST_DISP_STEAL_REMOTE, 1);
+		stat_add(ST_STOLEN_TASKS, 1);
 		return;
 	}
 	if (scx_bpf_dsq_move_to_local(shared_dsq(node), 0)) {
@@ -948,10 +1021,7 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 			wakep_any(node);
 		return;
 	}
-	/*
-	 * Nothing else to run. With SCX_OPS_ENQ_LAST a still-runnable previous task comes back
-	 * through ops.enqueue, which keeps it here or, on a non-proc, moves it to a proc.
-	 */
+	keep_prev(cpu, prev);
 }
 
 void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
@@ -961,6 +1031,9 @@ void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
 	if (!tctx)
 		return;
 	tctx->ready_at = scx_bpf_now();
+	/* A sleeper (or a new task) comes back at most one slice behind the busiest. */
+	if (tctx->vtime + slice_ns < vclock)
+		tctx->vtime = vclock - slice_ns;
 	cg_runnable(p, tctx);
 }
 
@@ -972,6 +1045,24 @@ void BPF_STRUCT_OPS(gmp_quiescent, struct task_struct *p, u64 deq_flags)
 		cg_quiescent(tctx);
 }
 
+/*
+ * A task with a short weighted limit started: make sure sysmon looks at it in time, or a
+ * low-weight task would run on to the next tick (4 ms at HZ=250) and its share would grow.
+ */
+static void sysmon_rearm(u64 now, u64 limit)
+{
+	struct sysmon_timer *st;
+	u32 zero = 0;
+
+	if (limit >= preempt_ns || now + limit + SYSMON_MIN_NS >= sysmon_next_at)
+		return;
+	st = bpf_map_lookup_elem(&sysmon_timer, &zero);
+	if (!st)
+		return;
+	sysmon_next_at = now + limit;
+	bpf_timer_start(&st->timer, limit, 0);
+}
+
 void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
@@ -981,7 +1072,7 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	s32 node = node_of(cpu);
 
 	bool runnext = false;
-	u64 cgf = FP_ONE;
+	u64 cgf = FP_ONE, turn, limit;
 
 	if (!cctx)
 		return;
@@ -1002,14 +1093,28 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	 */
 	if (cgroup_weights_on)
 		cgf = cg_factor(p);
-	cctx->run_limit_ns = weighted(preempt_ns, p, cgf);
 	if (!tctx) {
+		cctx->run_limit_ns = weighted(preempt_ns, p, cgf);
 		scx_bpf_task_set_slice(p, weighted(slice_ns, p, cgf));
 		return;
 	}
 	tctx->wslice = weighted(slice_ns, p, cgf);
-	if (!runnext || p->scx.slice > tctx->wslice)
-		scx_bpf_task_set_slice(p, tctx->wslice);
+	/*
+	 * This turn pays back what earlier turns overran (preemption lands late: ticks, IPIs)
+	 * or makes up what they fell short, so that the time per turn averages wslice.
+	 */
+	turn = tctx->wslice;
+	if (tctx->debt_ns > 0)
+		turn = (u64)tctx->debt_ns + SLICE_MIN_NS >= turn ? SLICE_MIN_NS : turn - tctx->debt_ns;
+	else if (tctx->debt_ns < 0)
+		turn += (u64)-tctx->debt_ns;
+	if (!runnext || p->scx.slice > turn)
+		scx_bpf_task_set_slice(p, turn);
+	limit = turn * preempt_ns / slice_ns;
+	cctx->run_limit_ns = limit < SLICE_MIN_NS ? SLICE_MIN_NS : limit;
+	sysmon_rearm(now, cctx->run_limit_ns);
+	if (tctx->vtime > vclock)
+		vclock = tctx->vtime;
 
 	if (tctx->ready_at) {
 		u64 wait = now - tctx->ready_at;
@@ -1050,6 +1155,19 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	}
 }
 
+/* A contended turn ended: carry what it ran past (or short of) wslice, within bounds. */
+static void settle_debt(struct task_ctx *tctx, u64 ran)
+{
+	s64 d = tctx->debt_ns + (s64)ran - (s64)tctx->wslice;
+	s64 w = tctx->wslice;
+
+	if (d > 4 * w)
+		d = 4 * w;
+	if (d < -w)
+		d = -w;
+	tctx->debt_ns = d;
+}
+
 void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
@@ -1061,14 +1179,21 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 		return;
 	tctx = task_ctx(p);
 	if (cctx->running_since && now > cctx->running_since) {
-		stat_add(ST_BUSY_NS, now - cctx->running_since);
-		if (tctx)
-			tctx->burst_ns += now - cctx->running_since;
+		u64 ran = now - cctx->running_since;
+
+		stat_add(ST_BUSY_NS, ran);
+		if (tctx) {
+			tctx->burst_ns += ran;
+			tctx->vtime += ran * slice_ns / (tctx->wslice ? tctx->wslice : slice_ns);
+			if (runnable && tctx->wslice)
+				settle_debt(tctx, ran);
+		}
 	}
-	/* A task that sleeps ends its burst; remember how long it was. */
+	/* A task that sleeps ends its burst (remember how long it was) and owes nothing. */
 	if (tctx && !runnable) {
 		tctx->last_burst_ns = tctx->burst_ns;
 		tctx->burst_ns = 0;
+		tctx->debt_ns = 0;
 	}
 	cctx->running_since = 0;
 	cctx->running_pid = 0;
@@ -1188,6 +1313,7 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 	if (next < SYSMON_MIN_NS)
 		next = SYSMON_MIN_NS;
 	sysmon_interval_ns = next;
+	sysmon_next_at = now + next;
 	bpf_timer_start(timer, next, 0);
 	return 0;
 }
