@@ -59,6 +59,8 @@ enum gmp_stat {
 	ST_EVICTED,          /* tasks moved from a CPU outside the procs to a proc's queue */
 	/* starvation early warning */
 	ST_STARVE_OVER,      /* tasks that waited longer than starve_warn_ns before running */
+	ST_DISP_LAG,         /* another node's shared head taken: it trailed in weighted CPU time */
+	ST_ENQ_RESUMED,      /* preempted by a wakeup: back to its queue's head with its turn's rest */
 	GMP_NR_STATS,
 };
 

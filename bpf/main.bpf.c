@@ -15,7 +15,8 @@
  *    change dequeues and re-enqueues the task, so a stale placement never survives it, and
  *    scx_bpf_dsq_move_to_local() skips tasks that may not run on the consuming CPU.
  *  - A task is inserted into shared_dsq[n] only if it may run on some CPU of node n (the node
- *    of a CPU taken from its own cpumask).
+ *    of a CPU taken from its own cpumask). Sending a task home inserts it into the local DSQ
+ *    of an idle CPU picked from its own cpumask.
  *  - No task waits forever: every CPU calls ops.dispatch at least once a slice while it has
  *    work; the local queue is served first but the shared queue is served first on every
  *    fair_tick-th dispatch; a runnext chain shares one slice; sysmon preempts long runners when
@@ -83,6 +84,7 @@ struct cpu_ctx {
 	u8 kicked;          /* woken by wakep and not yet dispatching */
 	u8 sysmon_kicked;   /* the current task was preempted by sysmon */
 	u8 running_misplaced; /* a task that may run on a proc is running on a non-proc */
+	u8 wake_preempting; /* a wakeup was sent here to preempt the current task */
 } __attribute__((aligned(64)));
 
 struct cpu_ctx cpu_ctxs[MAX_CPUS];
@@ -113,9 +115,12 @@ struct task_ctx {
 	u64 last_burst_ns;  /* CPU time it used between its last two sleeps */
 	u64 wslice;         /* slice from the task's weight and cgroup share, set at running */
 	s64 debt_ns;        /* CPU time run past (> 0) or short of (< 0) its slices while contended */
+	u64 turn_ns;        /* the slice of its current turn */
+	u64 resume_ns;      /* what a wakeup preemption left of its turn; 0: none */
 	u64 vtime;          /* weighted CPU time: ns run * slice_ns / wslice */
 	u64 cgid;           /* cgroup counted at runnable, undone at quiescent */
-	s32 home_node;      /* where the task has been running */
+	s32 home_node;      /* where its memory is, or where it has been running */
+	s32 mem_node;       /* the node its memory policy binds or prefers; -1: none */
 	s32 last_cpu;
 	u32 away_runs;      /* consecutive runs away from home_node */
 	u8 cg_counted;
@@ -505,6 +510,57 @@ static void wakep(u32 node, const struct cpumask *allowed)
 }
 
 /*
+ * The node @p's memory policy binds it to or prefers (numactl --membind/--preferred), or -1.
+ * The kernel's NUMA balancing never scans sched_ext tasks (it runs from the fair class's
+ * tick), so the memory policy is the signal a task's memory placement gives us.
+ */
+static s32 mem_node_of(struct task_struct *p)
+{
+	struct mempolicy *mp = BPF_CORE_READ(p, mempolicy);
+	u64 bits;
+	u16 mode;
+	u32 n;
+
+	if (!mp)
+		return -1;
+	mode = BPF_CORE_READ(mp, mode);
+	if (mode != MPOL_BIND && mode != MPOL_PREFERRED && mode != MPOL_PREFERRED_MANY)
+		return -1;
+	bits = BPF_CORE_READ(mp, nodes.bits[0]);
+	if (!bits)
+		return -1;
+	n = ilog2_u64(bits & -bits);  /* the lowest node of the mask */
+	return n < nr_nodes ? (s32)n : -1;
+}
+
+static __always_inline bool away_from_home(struct task_ctx *tctx, u32 node)
+{
+	return numa_on && tctx && tctx->home_node >= 0 && tctx->home_node < nr_nodes &&
+	       tctx->home_node != node;
+}
+
+/* An idle proc of node @home that @p may use, claimed; -1 if there is none. */
+static s32 idle_at_home(struct task_struct *p, s32 home)
+{
+	const struct cpumask *procs;
+	s32 cpu;
+
+	if (!procs_subset)
+		return __COMPAT_scx_bpf_pick_idle_cpu_node(p->cpus_ptr, home, 0);
+	/* Separate calls per mask kind: the verifier wants one pointer type per call site. */
+	procs = cast_mask(procs_mask);
+	if (!procs)
+		return -1;
+	cpu = __COMPAT_scx_bpf_pick_idle_cpu_node(procs, home, 0);
+	if (cpu >= 0 && !bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
+		/* Claimed but unusable for @p: wake it so it goes idle again properly. */
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return -1;
+	}
+	return cpu;
+}
+
+/*
  * NUMA-aware idle pick among @allowed (procs, or the task's own mask when every CPU is a
  * proc): the home node first (the previous CPU, its LLC, then the node, in the kernel's
  * order), other nodes only when the home node has no idle CPU and the task would otherwise
@@ -583,6 +639,31 @@ s32 BPF_STRUCT_OPS(gmp_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	return cpu;
 }
 
+/*
+ * Wakeup preemption (not in Go, which leaves it to sysmon's 10 ms): an interactive task (it
+ * used less than wakeup_preempt_ns before it last slept) waking on a CPU whose current task
+ * has run wakeup_preempt_ns or more since that task last slept goes straight to the CPU and
+ * preempts it. Sleepers see sub-slice latency, hogs still get long turns, and a task cannot
+ * preempt its way to more CPU than short bursts. The preempted task goes back to the head of
+ * this CPU's queue with the rest of its turn (ST_ENQ_RESUMED). Callers pass a @cpu in
+ * p->cpus_ptr (checked under the task's rq lock), so LOCAL_ON is safe. This matters for
+ * per-CPU kthreads too: softirq work (sysmon's own timer among it) falls back to ksoftirqd.
+ */
+static bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags)
+{
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+
+	if (!wakeup_preempt_ns || !(enq_flags & SCX_ENQ_WAKEUP) || !cctx || !tctx ||
+	    !cctx->running_pid || tctx->last_burst_ns >= wakeup_preempt_ns ||
+	    scx_bpf_now() - cctx->burst_base < wakeup_preempt_ns ||
+	    scx_bpf_dsq_nr_queued(cpu) != 0)
+		return false;
+	cctx->wake_preempting = 1;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags | SCX_ENQ_PREEMPT);
+	stat_add(ST_PREEMPT_WAKEUP, 1);
+	return true;
+}
+
 void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
@@ -616,6 +697,9 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 	if (p->nr_cpus_allowed == 1) {
 		if (enq_flags & SCX_ENQ_LAST)
 			goto keep_running;
+		/* ksoftirqd, kworkers: a pinned waker must not wait a whole slice behind a hog. */
+		if (wakeup_preempt(p, tctx, cpu, enq_flags))
+			return;
 		scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags);
 		stat_add(ST_ENQ_PINNED, 1);
 		goto kick_target;
@@ -637,10 +721,27 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 		cpu = pc;
 		/* runnext and wakeup preemption target this CPU; it is not the waker's now. */
 		runnext_slice = 0;
-	} else if (enq_flags & SCX_ENQ_LAST) {
-		goto keep_running;
+		enq_flags &= ~SCX_ENQ_LAST;
 	}
 	node = node_of(cpu);
+
+	/*
+	 * Away from home (a steal moved it, or its memory is elsewhere) with room at home: go
+	 * home. Wakeups were placed by select_cpu, which looked at home first.
+	 */
+	if (!(enq_flags & SCX_ENQ_WAKEUP) && away_from_home(tctx, node)) {
+		s32 hc = idle_at_home(p, tctx->home_node);
+
+		if (hc >= 0) {
+			/* hc is in p->cpus_ptr (idle_at_home checked it): LOCAL_ON is safe. */
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | hc, slice_ns, enq_flags);
+			scx_bpf_kick_cpu(hc, SCX_KICK_IDLE);
+			stat_add_on(hc, ST_PLACE_HOME, 1);
+			return;
+		}
+	}
+	if (enq_flags & SCX_ENQ_LAST)
+		goto keep_running;
 
 	if (enq_flags & SCX_ENQ_REENQ) {
 		/* A higher class took the CPU: let another CPU of the node run it. */
@@ -648,6 +749,16 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 		stat_add(ST_ENQ_REENQ, 1);
 		wakep(node, p->cpus_ptr);
 		return;
+	}
+
+	if (!(enq_flags & SCX_ENQ_WAKEUP) && tctx && tctx->resume_ns) {
+		/*
+		 * Preempted by a short wakeup: it keeps its place (the head of its CPU's queue) and
+		 * the rest of its turn, so frequent wakeups cannot shrink a heavy task's share.
+		 */
+		scx_bpf_dsq_insert(p, cpu, tctx->resume_ns, enq_flags | SCX_ENQ_HEAD);
+		stat_add(ST_ENQ_RESUMED, 1);
+		goto kick_target;
 	}
 
 	if (!(enq_flags & SCX_ENQ_WAKEUP) && p->scx.slice == 0) {
@@ -688,23 +799,8 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	/*
-	 * Wakeup preemption (not in Go, which leaves it to sysmon's 10 ms): an interactive task
-	 * (it used less than wakeup_preempt_ns before it last slept) waking on a CPU whose current
-	 * task has run wakeup_preempt_ns or more since that task last slept goes straight to the
-	 * CPU and preempts it. Sleepers see sub-slice latency, hogs still get long slices, and a
-	 * task cannot preempt its way to more CPU than short bursts. The preempted task goes to
-	 * the shared queue's tail like any preempted task. The CPU is in p->cpus_ptr (checked
-	 * above, under the task's rq lock), so LOCAL_ON is safe.
-	 */
-	if (wakeup_preempt_ns && cctx && tctx && cctx->running_pid &&
-	    tctx->last_burst_ns < wakeup_preempt_ns &&
-	    scx_bpf_now() - cctx->burst_base >= wakeup_preempt_ns &&
-	    scx_bpf_dsq_nr_queued(cpu) == 0) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags | SCX_ENQ_PREEMPT);
-		stat_add(ST_PREEMPT_WAKEUP, 1);
+	if (wakeup_preempt(p, tctx, cpu, enq_flags))
 		return;
-	}
 
 	scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags);
 	stat_add(ST_ENQ_LOCAL, 1);
@@ -797,7 +893,10 @@ static u64 head_wait_ns(u64 dsq_id, u64 now)
 	return wait;
 }
 
-/* vtime of the task at the head of @dsq_id; U64_MAX if the queue is empty. */
+/*
+ * vtime of the task at the head of @dsq_id; U64_MAX if the queue is empty or its head is
+ * bound to its node by its memory policy (it must not be pulled away from its memory).
+ */
 static u64 head_vtime(u64 dsq_id)
 {
 	struct task_struct *p;
@@ -806,7 +905,7 @@ static u64 head_vtime(u64 dsq_id)
 	bpf_for_each(scx_dsq, p, dsq_id, 0) {
 		struct task_ctx *tctx = task_ctx(p);
 
-		if (tctx)
+		if (tctx && tctx->mem_node < 0)
 			v = tctx->vtime;
 		break;
 	}
@@ -817,7 +916,8 @@ static u64 head_vtime(u64 dsq_id)
  * Weight fairness across nodes: every node serves its own shared queue, so tasks on a node
  * crowded with heavy-weight work would fall behind their share. A proc about to serve its
  * shared queue takes another node's head instead when that task's weighted CPU time trails
- * its own head's by more than two slices. Global for the same reason as steal_from().
+ * its own head's by more than two slices and that node's backlog is at least numa_steal_min
+ * (like any cross-node steal). Global for the same reason as steal_from().
  */
 __noinline int lag_steal(u32 node)
 {
@@ -827,7 +927,8 @@ __noinline int lag_steal(u32 node)
 	if (mine == (u64)-1)
 		return 0;
 	bpf_for(n, 0, nr_nodes) {
-		if (n == node || n >= MAX_NODES)
+		if (n == node || n >= MAX_NODES ||
+		    scx_bpf_dsq_nr_queued(shared_dsq(n)) < (s32)numa_steal_min)
 			continue;
 		theirs = head_vtime(shared_dsq(n));
 		if (theirs != (u64)-1 && theirs + 2 * slice_ns < mine &&
@@ -964,6 +1065,9 @@ static void keep_prev(s32 cpu, struct task_struct *prev)
 	    proc_for(prev) >= 0)
 		return;
 	tctx = task_ctx(prev);
+	/* Away from home: let SCX_OPS_ENQ_LAST bring it to ops.enqueue, which may send it home. */
+	if (away_from_home(tctx, node_of(cpu)))
+		return;
 	scx_bpf_task_set_slice(prev, tctx && tctx->wslice ? tctx->wslice : slice_ns);
 	stat_add(ST_DISP_KEEP_PREV, 1);
 }
@@ -1005,8 +1109,7 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	}
 	if (nr_nodes > 1 && lag_steal(node)) {
-		stat_add(ST_DISP_STEAL_REMOTE, 1);
-		stat_add(ST_STOLEN_TASKS, 1);
+		stat_add(ST_DISP_LAG, 1);
 		return;
 	}
 	if (scx_bpf_dsq_move_to_local(shared_dsq(node), 0)) {
@@ -1031,6 +1134,8 @@ void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
 	if (!tctx)
 		return;
 	tctx->ready_at = scx_bpf_now();
+	if (numa_on && nr_nodes > 1)
+		tctx->mem_node = mem_node_of(p);
 	/* A sleeper (or a new task) comes back at most one slice behind the busiest. */
 	if (tctx->vtime + slice_ns < vclock)
 		tctx->vtime = vclock - slice_ns;
@@ -1104,10 +1209,15 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	 * or makes up what they fell short, so that the time per turn averages wslice.
 	 */
 	turn = tctx->wslice;
-	if (tctx->debt_ns > 0)
+	if (tctx->resume_ns) {
+		turn = tctx->resume_ns;
+		tctx->resume_ns = 0;
+	} else if (tctx->debt_ns > 0) {
 		turn = (u64)tctx->debt_ns + SLICE_MIN_NS >= turn ? SLICE_MIN_NS : turn - tctx->debt_ns;
-	else if (tctx->debt_ns < 0)
+	} else if (tctx->debt_ns < 0) {
 		turn += (u64)-tctx->debt_ns;
+	}
+	tctx->turn_ns = turn;
 	if (!runnext || p->scx.slice > turn)
 		scx_bpf_task_set_slice(p, turn);
 	limit = turn * preempt_ns / slice_ns;
@@ -1136,7 +1246,9 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	 * The home node follows the task once it has settled elsewhere (8 runs in a row), unless
 	 * the kernel's NUMA balancing has found where its memory is: then that node is home.
 	 */
-	if (numa_on && bpf_core_field_exists(p->numa_preferred_nid)) {
+	if (tctx->mem_node >= 0) {
+		tctx->home_node = tctx->mem_node;
+	} else if (numa_on && bpf_core_field_exists(p->numa_preferred_nid)) {
 		s32 pref = BPF_CORE_READ(p, numa_preferred_nid);
 
 		if (pref >= 0 && pref < nr_nodes)
@@ -1185,7 +1297,9 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 		if (tctx) {
 			tctx->burst_ns += ran;
 			tctx->vtime += ran * slice_ns / (tctx->wslice ? tctx->wslice : slice_ns);
-			if (runnable && tctx->wslice)
+			if (runnable && cctx->wake_preempting && tctx->turn_ns > ran + SLICE_MIN_NS)
+				tctx->resume_ns = tctx->turn_ns - ran;
+			else if (runnable && tctx->wslice)
 				settle_debt(tctx, ran);
 		}
 	}
@@ -1197,6 +1311,7 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 	}
 	cctx->running_since = 0;
 	cctx->running_pid = 0;
+	cctx->wake_preempting = 0;
 	if (runnable) {
 		if (tctx)
 			tctx->ready_at = now;
@@ -1326,6 +1441,7 @@ s32 BPF_STRUCT_OPS(gmp_init_task, struct task_struct *p, struct scx_init_task_ar
 	if (!tctx)
 		return -ENOMEM;
 	tctx->home_node = -1;
+	tctx->mem_node = -1;
 	tctx->last_cpu = -1;
 	return 0;
 }

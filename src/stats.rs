@@ -101,8 +101,16 @@ pub const STATS: [(&str, &str); NR_STATS] = [
         "starve_over",
         "tasks that waited longer than --starve-warn-ms before running",
     ),
+    (
+        "disp_lag",
+        "dispatches from another node's shared queue whose head trailed in weighted CPU time",
+    ),
+    (
+        "enq_resumed",
+        "tasks preempted by a wakeup, put back at their queue's head with the rest of their turn",
+    ),
 ];
-pub const NR_STATS: usize = 35;
+pub const NR_STATS: usize = 37;
 pub const NR_LAT_BUCKETS: usize = 100;
 
 /// Index of a counter by name; the names are fixed at compile time.
@@ -327,6 +335,7 @@ impl Report<'_> {
                 "steal_node": t("disp_steal_node"),
                 "steal_remote": t("disp_steal_remote"),
                 "keep_prev": t("disp_keep_prev"),
+                "lag": t("disp_lag"),
             },
             "stolen_tasks": t("stolen_tasks"),
             "enqueue": {
@@ -339,6 +348,7 @@ impl Report<'_> {
                 "reenq": t("enq_reenq"),
                 "stranded": t("enq_stranded"),
                 "evicted": t("evicted"),
+                "resumed": t("enq_resumed"),
             },
             "preempt": {
                 "sysmon": t("preempt_sysmon"),

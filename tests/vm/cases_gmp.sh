@@ -46,7 +46,8 @@ t_steal() {
   grep -q cpuset /sys/fs/cgroup/cgroup.controllers || { fail steal "no cpuset controller"; return; }
   echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
   mkdir -p "$cg" && echo 0 > "$cg/cpuset.cpus" && echo 0 > "$cg/cpuset.mems"
-  start_sched steal --stats 1 --json || { fail steal "did not load"; return; }
+  # Every CPU a proc: this case is about stealing, not about --procs auto growing the set.
+  start_sched steal --procs all --stats 1 --json || { fail steal "did not load"; return; }
   for ((i = 0; i < 2 * NCPU; i++)); do
     sh -c "echo \$\$ > $cg/cgroup.procs; exec timeout 25 sh -c 'while :; do :; done'" & pids+=($!)
   done
