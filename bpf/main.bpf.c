@@ -786,16 +786,16 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	cctx = cpu_ctx(cpu);
-	if (runnext_slice && cctx && cpu == bpf_get_smp_processor_id()) {
-		/* One runnext slot per CPU: a newer wakee takes it; the older one stays queued. */
-		s32 queued = scx_bpf_dsq_nr_queued(cpu);
-
+	/*
+	 * runnext only while the local queue is empty: a head insertion ahead of waiting tasks
+	 * could, with ping-pong pairs handing off on this CPU, keep a pinned task at the tail
+	 * waiting forever (Go moves a displaced runnext to the tail; a DSQ cannot reorder here).
+	 */
+	if (runnext_slice && cctx && cpu == bpf_get_smp_processor_id() &&
+	    scx_bpf_dsq_nr_queued(cpu) == 0) {
 		cctx->runnext_pid = p->pid;
 		scx_bpf_dsq_insert(p, cpu, runnext_slice, enq_flags | SCX_ENQ_HEAD);
 		stat_add(ST_ENQ_RUNNEXT, 1);
-		/* Other work waits behind the runnext task: let an idle CPU come and steal it. */
-		if (queued > 0)
-			wakep(node, p->cpus_ptr);
 		return;
 	}
 
