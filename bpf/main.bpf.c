@@ -877,20 +877,22 @@ __noinline u32 steal_from(s32 cpu, s32 victim)
 	return moved;
 }
 
+/* The state of the task at the head of @dsq_id; NULL if the queue is empty. */
+static struct task_ctx *head_tctx(u64 dsq_id)
+{
+	struct task_struct *p;
+
+	bpf_for_each(scx_dsq, p, dsq_id, 0)
+		return task_ctx(p);
+	return NULL;
+}
+
 /* How long the task at the head of @dsq_id has waited; 0 if the queue is empty. */
 static u64 head_wait_ns(u64 dsq_id, u64 now)
 {
-	struct task_struct *p;
-	u64 wait = 0;
+	struct task_ctx *tctx = head_tctx(dsq_id);
 
-	bpf_for_each(scx_dsq, p, dsq_id, 0) {
-		struct task_ctx *tctx = task_ctx(p);
-
-		if (tctx && tctx->ready_at && now > tctx->ready_at)
-			wait = now - tctx->ready_at;
-		break;
-	}
-	return wait;
+	return tctx && tctx->ready_at && now > tctx->ready_at ? now - tctx->ready_at : 0;
 }
 
 /*
@@ -899,17 +901,9 @@ static u64 head_wait_ns(u64 dsq_id, u64 now)
  */
 static u64 head_vtime(u64 dsq_id)
 {
-	struct task_struct *p;
-	u64 v = (u64)-1;
+	struct task_ctx *tctx = head_tctx(dsq_id);
 
-	bpf_for_each(scx_dsq, p, dsq_id, 0) {
-		struct task_ctx *tctx = task_ctx(p);
-
-		if (tctx && tctx->mem_node < 0)
-			v = tctx->vtime;
-		break;
-	}
-	return v;
+	return tctx && tctx->mem_node < 0 ? tctx->vtime : (u64)-1;
 }
 
 /*

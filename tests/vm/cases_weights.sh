@@ -13,18 +13,25 @@ nice_ratio() {
   awk -v a="$ta" -v b="$tb" 'BEGIN { printf "%.1f %d %d\n", b ? a / b : 999, a, b }'
 }
 
-t_nice() {
-  local eevdf gmp r
-  eevdf=$(nice_ratio 8)
-  start_sched nice --stats 1 --json || { fail nice "did not load"; return; }
-  gmp=$(nice_ratio 10)
+# ratio_case NAME LABEL MEASURE SECS LO HI [SCX_GMP ARGS]: MEASURE (a function taking seconds
+# and printing "ratio ticks_a ticks_b") under EEVDF for 8 s, then under scx_gmp for SECS;
+# pass if the scx_gmp ratio is within LO..HI.
+ratio_case() {
+  local name=$1 label=$2 measure=$3 secs=$4 lo=$5 hi=$6 eevdf gmp r; shift 6
+  eevdf=$($measure 8)
+  start_sched "$name" "$@" || { fail "$name" "did not load"; return; }
+  gmp=$($measure "$secs")
   stop_sched INT
   r=${gmp%% *}
-  if [ "$SCHED_RC" -ne 0 ]; then fail nice "scheduler exit $SCHED_RC"
-  elif awk -v r="$r" 'BEGIN { exit !(r < 6 || r > 13) }'; then
-    fail nice "nice 0 : nice 10 CPU time $r:1 (ticks ${gmp#* }; want 6..13; EEVDF ${eevdf%% *}:1)"
-  else pass nice "nice 0 : nice 10 on one CPU: scx_gmp $r:1 (ticks ${gmp#* }), EEVDF ${eevdf%% *}:1 (ticks ${eevdf#* }); kernel weights 1024:110 = 9.3:1"
+  if [ "$SCHED_RC" -ne 0 ]; then fail "$name" "scheduler exit $SCHED_RC"
+  elif awk -v r="$r" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(r < lo || r > hi) }'; then
+    fail "$name" "$label got $r:1 (ticks ${gmp#* }; want $lo..$hi; EEVDF ${eevdf%% *}:1)"
+  else pass "$name" "$label: scx_gmp $r:1 (ticks ${gmp#* }), EEVDF ${eevdf%% *}:1 (ticks ${eevdf#* })"
   fi
+}
+
+t_nice() {
+  ratio_case nice "nice 0 : nice 10 on one CPU (kernel weights 1024:110 = 9.3:1)" nice_ratio 10 6 13 --stats 1 --json
 }
 
 # CPU-time ratio of two sibling cgroups with cpu.weight 100 and 300, NCPU hogs each, $1 s.
@@ -47,18 +54,8 @@ cgroup_ratio() {
 }
 
 t_cgroup_weight() {
-  local eevdf gmp r
   grep -q cpu /sys/fs/cgroup/cgroup.controllers || { fail cgroup_weight "no cpu controller"; return; }
-  eevdf=$(cgroup_ratio 8)
-  start_sched cgw --stats 1 --json || { fail cgroup_weight "did not load"; return; }
-  gmp=$(cgroup_ratio 12)
-  stop_sched INT
-  r=${gmp%% *}
-  if [ "$SCHED_RC" -ne 0 ]; then fail cgroup_weight "scheduler exit $SCHED_RC"
-  elif awk -v r="$r" 'BEGIN { exit !(r < 2 || r > 4) }'; then
-    fail cgroup_weight "cpu.weight 300 : 100 got $r:1 (ticks ${gmp#* }; want 2..4; EEVDF ${eevdf%% *}:1)"
-  else pass cgroup_weight "cpu.weight 300 : 100 with $NCPU hogs each: scx_gmp $r:1 (ticks ${gmp#* }), EEVDF ${eevdf%% *}:1 (ticks ${eevdf#* })"
-  fi
+  ratio_case cgroup_weight "cpu.weight 300 : 100 with $NCPU hogs each" cgroup_ratio 12 2 4 --stats 1 --json
 }
 
 # --no-cgroup-weights: the same cgroups share equally (the flag really turns it off).
