@@ -80,12 +80,40 @@ for KVER in "${KERNELS[@]}"; do
   RES=$REPO/target/vm-results/$KVER
   rm -rf "$RES"; mkdir -p "$RES"
   k_pass=0; k_fail=0; k_skip=0; k_failed_names=""; k_skipped_names=""
-  # shellcheck disable=SC2086
   # The guest's console (kernel log included) goes to a file, to diagnose a hang or oops.
   limit=1500; [ "$TIER" = full ] && limit=5000
-  timeout "$limit" scripts/vm.sh --verbose --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
-    --results "$RES" -- "$REPO/tests/vm/suite.sh" "$REPO" "$RES" "$TIER" $CASES > "$RES/console.log" 2>&1
-  vm_rc=$?
+  # A guest that crashes or hangs mid-suite is booted again and the suite resumes after the case
+  # that took it down (tests/vm/suite.sh skips finished cases), so one crash does not hide the
+  # rest. That case counts as failed, except one known emulator fault (below), retried once.
+  boot=1; retried=""
+  while :; do
+    # shellcheck disable=SC2086
+    timeout "$limit" scripts/vm.sh --verbose --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
+      --results "$RES" -- "$REPO/tests/vm/suite.sh" "$REPO" "$RES" "$TIER" $CASES > "$RES/console.log" 2>&1
+    vm_rc=$?
+    [ -f "$RES/complete" ] || [ ! -f "$RES/current" ] && break
+    read -r crashed nlines < "$RES/current"; rm -f "$RES/current"
+    cp "$RES/console.log" "$RES/console-crash$boot.log"
+    # Drop what the interrupted case had recorded; its verdict is decided here.
+    head -n "$nlines" "$RES/results.txt" > "$RES/results.tmp"; mv "$RES/results.tmp" "$RES/results.txt"
+    oops=$(grep -m1 -E 'Oops:|BUG:|Kernel panic|soft lockup|hung_task' "$RES/console.log" | sed 's/^.*\] //' | cut -c1-120)
+    echo "--- guest went down in $crashed (vm.sh exit $vm_rc): ${oops:-no oops in the console}; last lines:"
+    tail -n 12 "$RES/console.log"
+    # Under qemu's software emulation (no KVM here), a vCPU can execute an int3 that the kernel's
+    # text poking (static keys flipped by scx_enable/scx_disable) already removed: "Oops: int3"
+    # inside the patching. Not a scheduler fault; it hits hotplug restarts most (see F3b).
+    if [ "$(cat "$RES/emulated" 2>/dev/null)" = 1 ] && grep -q 'Oops: int3' "$RES/console.log" &&
+       grep -qE 'text_poke|static_key|jump_label' "$RES/console.log" && [[ " $retried " != *" $crashed "* ]]; then
+      retried+=" $crashed"
+      SUMMARY+=("RETRY [$KVER] $crashed: guest oopsed on the emulator's int3/text-poke fault (console-crash$boot.log); run again in a fresh boot")
+    else
+      echo "FAIL $crashed: the guest went down during the case: ${oops:-no oops logged, vm.sh exit $vm_rc} (console-crash$boot.log)" >> "$RES/results.txt"
+      echo "$crashed" >> "$RES/finished"
+    fi
+    boot=$((boot + 1))
+    [ "$boot" -le 4 ] || break
+    echo "== VM suite resumes after $crashed (boot $boot)"
+  done
   grep -E '\] (PASS|FAIL|SKIP) ' "$RES/suite.log" 2>/dev/null | cut -c1-200
   if [ -f "$RES/results.txt" ]; then
     while read -r verdict rest; do
@@ -103,7 +131,7 @@ for KVER in "${KERNELS[@]}"; do
     echo "--- last lines of the guest console:"; tail -n 25 "$RES/console.log"
     k_fail=$((k_fail + 1)); k_failed_names+=" vm_suite"
   fi
-  KSUMMARY+=("$(printf '%-24s %6s %6s %6s %7s  %s' "$KVER" $((k_pass + k_fail)) "$k_pass" "$k_fail" "$k_skip" "failed:${k_failed_names:- none} skipped:${k_skipped_names:- none}")")
+  KSUMMARY+=("$(printf '%-24s %6s %6s %6s %7s  %s' "$KVER" $((k_pass + k_fail)) "$k_pass" "$k_fail" "$k_skip" "failed:${k_failed_names:- none} skipped:${k_skipped_names:- none}${retried:+ retried after an emulator fault:$retried}")")
 done
 
 echo

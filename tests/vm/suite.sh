@@ -47,12 +47,21 @@ ALL_CASES+=(f3b_hotplug_restart)
 CASES=("$@")
 [ ${#CASES[@]} -gt 0 ] || CASES=("${ALL_CASES[@]}")
 
+# Resumable: a case that finished in an earlier boot of this run (see scripts/test.sh, which
+# boots again after a guest crash) is not run twice. "current" names the running case and how
+# many result lines existed when it began, so the host can tell which case took the guest down.
+echo "${GMP_EMULATED:-0}" > "$RES/emulated"
+touch "$RES/finished" "$RES/results.txt"
 for c in "${CASES[@]}"; do
+  if grep -qx "$c" "$RES/finished"; then log "--- $c: done in an earlier boot"; continue; fi
+  echo "$c $(wc -l < "$RES/results.txt")" > "$RES/current"; sync
   log "--- $c"
   if [ "$(state)" != disabled ]; then
     log "sched_ext is '$(state)' before $c; waiting"
     wait_state disabled 20 || { fail "$c" "sched_ext stuck in state $(state) before the case"; continue; }
   fi
   "t_$c"
+  echo "$c" >> "$RES/finished"; sync
 done
+rm -f "$RES/current"
 echo complete > "$RES/complete"
