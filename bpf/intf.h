@@ -51,7 +51,7 @@ enum gmp_stat {
 	ST_LAT_SUM_US,       /* sum of wakeup-to-run latencies */
 	ST_LAT_COUNT,        /* number of latency samples */
 	ST_STOLEN_OUT,       /* tasks other CPUs stole from this CPU's queue (victim's slot) */
-	ST_PREEMPT_WAKEUP,   /* wakeups that preempted a task running past wakeup_preempt_ns */
+	ST_PREEMPT_WAKEUP,   /* interactive wakeups that preempted the running task */
 	/* procs and NUMA placement */
 	ST_PLACE_HOME,       /* select_cpu put a waking task on an idle CPU of its home node */
 	ST_PLACE_REMOTE,     /* ... on another node's idle CPU */
@@ -61,6 +61,8 @@ enum gmp_stat {
 	ST_STARVE_OVER,      /* tasks that waited longer than starve_warn_ns before running */
 	ST_DISP_LAG,         /* another node's shared head taken: it trailed in weighted CPU time */
 	ST_ENQ_RESUMED,      /* preempted by a wakeup: back to its queue's head with its turn's rest */
+	ST_WAKE_HEAD,        /* interactive wakeups queued at their CPU's head: the current task is short too */
+	ST_WAKE_NO_JUMP,     /* interactive wakeups queued in order: the CPU's queue jumps were spent */
 	GMP_NR_STATS,
 };
 

@@ -70,6 +70,13 @@ const volatile u64 starve_warn_ns = 500000000ULL;
 #define SLICE_MAX_MUL 16
 #define MAX_CG_DEPTH 16                  /* cgroup levels followed for weights */
 #define STARVE_SCAN_NS (10 * 1000 * 1000ULL)
+/*
+ * Queue jumps (a wakeup preempting, the task it preempted resuming at the queue's head, an
+ * interactive wakeup queued at the head) allowed on a CPU before a task that waited in order
+ * starts there. Each jump costs a waiting task at most one turn, so no task in a cpu_dsq
+ * waits behind more than JUMPS_MAX turns it did not queue behind.
+ */
+#define JUMPS_MAX 4
 
 /* Per-CPU state, shared with the loader through the skeleton's bss. One cache line each. */
 struct cpu_ctx {
@@ -85,6 +92,8 @@ struct cpu_ctx {
 	u8 sysmon_kicked;   /* the current task was preempted by sysmon */
 	u8 running_misplaced; /* a task that may run on a proc is running on a non-proc */
 	u8 wake_preempting; /* a wakeup was sent here to preempt the current task */
+	u8 jumps;           /* queue jumps here since a task that waited in order last started */
+	u8 running_interactive; /* the current task is interactive (see interactive()) */
 } __attribute__((aligned(64)));
 
 struct cpu_ctx cpu_ctxs[MAX_CPUS];
@@ -113,9 +122,11 @@ struct task_ctx {
 	u64 runnext_slice;  /* set by select_cpu: the slice inherited from the waker */
 	u64 burst_ns;       /* CPU time since the task last slept */
 	u64 last_burst_ns;  /* CPU time it used between its last two sleeps */
+	u64 avg_burst_ns;   /* moving average of its bursts, each capped (see end_burst) */
 	u64 wslice;         /* slice from the task's weight and cgroup share, set at running */
 	s64 debt_ns;        /* CPU time run past (> 0) or short of (< 0) its slices while contended */
 	u64 turn_ns;        /* the slice of its current turn */
+	u64 turn_ran;       /* CPU time run in earlier parts of a turn split by wakeup preemption */
 	u64 resume_ns;      /* what a wakeup preemption left of its turn; 0: none */
 	u64 vtime;          /* weighted CPU time: ns run * slice_ns / wslice */
 	u64 cgid;           /* cgroup counted at runnable, undone at quiescent */
@@ -123,6 +134,7 @@ struct task_ctx {
 	s32 mem_node;       /* the node its memory policy binds or prefers; -1: none */
 	s32 last_cpu;
 	u32 away_runs;      /* consecutive runs away from home_node */
+	u8 jumped;          /* queued ahead of waiting tasks (see JUMPS_MAX); cleared at running */
 	u8 cg_counted;
 };
 
@@ -640,24 +652,47 @@ s32 BPF_STRUCT_OPS(gmp_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 }
 
 /*
- * Wakeup preemption (not in Go, which leaves it to sysmon's 10 ms): an interactive task (it
- * used less than wakeup_preempt_ns before it last slept) waking on a CPU whose current task
- * has run wakeup_preempt_ns or more since that task last slept goes straight to the CPU and
- * preempts it. Sleepers see sub-slice latency, hogs still get long turns, and a task cannot
- * preempt its way to more CPU than short bursts. The preempted task goes back to the head of
- * this CPU's queue with the rest of its turn (ST_ENQ_RESUMED). Callers pass a @cpu in
- * p->cpus_ptr (checked under the task's rq lock), so LOCAL_ON is safe. This matters for
- * per-CPU kthreads too: softirq work (sysmon's own timer among it) falls back to ksoftirqd.
+ * Interactive: its last burst or its average burst was short. The average keeps a periodic
+ * task interactive through the odd long burst (catching up after a delay, an interrupt storm);
+ * the last burst lets a task that changed its ways count at once.
+ */
+static bool interactive(struct task_ctx *tctx)
+{
+	return tctx->last_burst_ns < wakeup_preempt_ns || tctx->avg_burst_ns < wakeup_preempt_ns;
+}
+
+/*
+ * Wakeup preemption (not in Go, which leaves it to sysmon's 10 ms): an interactive task
+ * (interactive()) waking on a busy CPU preempts the current task there, which goes back to
+ * the head of this CPU's queue with the rest of its turn (ST_ENQ_RESUMED): sleepers see
+ * sub-slice latency and frequent wakeups cannot shrink a heavy task's share. If the current
+ * task is interactive too and inside its first wakeup_preempt_ns, it will sleep soon: the
+ * wakee is queued at the head and runs then (ST_WAKE_HEAD). A hog whose burst is short
+ * because it slept once is not interactive, so it is preempted rather than waited for.
+ * Both are queue jumps, at most JUMPS_MAX while tasks wait in this CPU's queue, which bounds
+ * what a waiting task can lose to them. Callers pass a @cpu in p->cpus_ptr (checked under
+ * the task's rq lock), so LOCAL_ON is safe. This matters for per-CPU kthreads too: softirq
+ * work (sysmon's own timer among it) falls back to ksoftirqd.
  */
 static bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags)
 {
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
 
 	if (!wakeup_preempt_ns || !(enq_flags & SCX_ENQ_WAKEUP) || !cctx || !tctx ||
-	    !cctx->running_pid || tctx->last_burst_ns >= wakeup_preempt_ns ||
-	    scx_bpf_now() - cctx->burst_base < wakeup_preempt_ns ||
-	    scx_bpf_dsq_nr_queued(cpu) != 0)
+	    !cctx->running_pid || !interactive(tctx))
 		return false;
+	if (cctx->jumps >= JUMPS_MAX && scx_bpf_dsq_nr_queued(cpu) != 0) {
+		stat_add(ST_WAKE_NO_JUMP, 1);
+		return false;
+	}
+	if (cctx->jumps < JUMPS_MAX)
+		cctx->jumps++;
+	tctx->jumped = 1;
+	if (cctx->running_interactive && scx_bpf_now() - cctx->burst_base < wakeup_preempt_ns) {
+		scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags | SCX_ENQ_HEAD);
+		stat_add(ST_WAKE_HEAD, 1);
+		return true;
+	}
 	cctx->wake_preempting = 1;
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags | SCX_ENQ_PREEMPT);
 	stat_add(ST_PREEMPT_WAKEUP, 1);
@@ -756,6 +791,8 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 		 * Preempted by a short wakeup: it keeps its place (the head of its CPU's queue) and
 		 * the rest of its turn, so frequent wakeups cannot shrink a heavy task's share.
 		 */
+		/* Counted as a jump when the wakeup preempted it. */
+		tctx->jumped = 1;
 		scx_bpf_dsq_insert(p, cpu, tctx->resume_ns, enq_flags | SCX_ENQ_HEAD);
 		stat_add(ST_ENQ_RESUMED, 1);
 		goto kick_target;
@@ -1192,11 +1229,15 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	 */
 	if (cgroup_weights_on)
 		cgf = cg_factor(p);
+	if (!tctx || !tctx->jumped)
+		cctx->jumps = 0;
+	cctx->running_interactive = tctx && interactive(tctx);
 	if (!tctx) {
 		cctx->run_limit_ns = weighted(preempt_ns, p, cgf);
 		scx_bpf_task_set_slice(p, weighted(slice_ns, p, cgf));
 		return;
 	}
+	tctx->jumped = 0;
 	tctx->wslice = weighted(slice_ns, p, cgf);
 	/*
 	 * This turn pays back what earlier turns overran (preemption lands late: ticks, IPIs)
@@ -1204,12 +1245,16 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	 */
 	turn = tctx->wslice;
 	if (tctx->resume_ns) {
+		/* The rest of a turn a wakeup preempted; turn_ran keeps what it ran before. */
 		turn = tctx->resume_ns;
 		tctx->resume_ns = 0;
-	} else if (tctx->debt_ns > 0) {
-		turn = (u64)tctx->debt_ns + SLICE_MIN_NS >= turn ? SLICE_MIN_NS : turn - tctx->debt_ns;
-	} else if (tctx->debt_ns < 0) {
-		turn += (u64)-tctx->debt_ns;
+	} else {
+		tctx->turn_ran = 0;
+		if (tctx->debt_ns > 0)
+			turn = (u64)tctx->debt_ns + SLICE_MIN_NS >= turn ? SLICE_MIN_NS :
+									 turn - tctx->debt_ns;
+		else if (tctx->debt_ns < 0)
+			turn += (u64)-tctx->debt_ns;
 	}
 	tctx->turn_ns = turn;
 	if (!runnext || p->scx.slice > turn)
@@ -1261,6 +1306,20 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	}
 }
 
+/*
+ * The task slept: its burst ended. Each burst enters the average capped at twice the
+ * interactivity threshold, so one long burst cannot undo a history of short ones alone.
+ */
+static void end_burst(struct task_ctx *tctx)
+{
+	u64 b = tctx->burst_ns, cap = 2 * wakeup_preempt_ns;
+
+	tctx->last_burst_ns = b;
+	tctx->avg_burst_ns = tctx->avg_burst_ns - tctx->avg_burst_ns / 8 + (b < cap ? b : cap) / 8;
+	tctx->burst_ns = 0;
+	tctx->debt_ns = 0;
+}
+
 /* A contended turn ended: carry what it ran past (or short of) wslice, within bounds. */
 static void settle_debt(struct task_ctx *tctx, u64 ran)
 {
@@ -1291,18 +1350,21 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 		if (tctx) {
 			tctx->burst_ns += ran;
 			tctx->vtime += ran * slice_ns / (tctx->wslice ? tctx->wslice : slice_ns);
-			if (runnable && cctx->wake_preempting && tctx->turn_ns > ran + SLICE_MIN_NS)
+			/*
+			 * A turn split by wakeup preemptions is one turn: its parts add up in
+			 * turn_ran, and only the whole is weighed against the slice.
+			 */
+			if (runnable && cctx->wake_preempting && tctx->turn_ns > ran + SLICE_MIN_NS) {
 				tctx->resume_ns = tctx->turn_ns - ran;
-			else if (runnable && tctx->wslice)
-				settle_debt(tctx, ran);
+				tctx->turn_ran += ran;
+			} else if (runnable && tctx->wslice) {
+				settle_debt(tctx, tctx->turn_ran + ran);
+			}
 		}
 	}
 	/* A task that sleeps ends its burst (remember how long it was) and owes nothing. */
-	if (tctx && !runnable) {
-		tctx->last_burst_ns = tctx->burst_ns;
-		tctx->burst_ns = 0;
-		tctx->debt_ns = 0;
-	}
+	if (tctx && !runnable)
+		end_burst(tctx);
 	cctx->running_since = 0;
 	cctx->running_pid = 0;
 	cctx->wake_preempting = 0;
@@ -1437,6 +1499,8 @@ s32 BPF_STRUCT_OPS(gmp_init_task, struct task_struct *p, struct scx_init_task_ar
 	tctx->home_node = -1;
 	tctx->mem_node = -1;
 	tctx->last_cpu = -1;
+	/* Neither interactive nor a hog until it has slept a few times. */
+	tctx->avg_burst_ns = wakeup_preempt_ns;
 	return 0;
 }
 

@@ -25,7 +25,7 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     pub preempt_us: u64,
 
-    /// A wakeup preempts a task that has run this long (microseconds); 0: never.
+    /// A task whose CPU bursts run shorter than this (microseconds) preempts on wakeup; 0: never.
     #[arg(long, default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub wakeup_preempt_us: u64,

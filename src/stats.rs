@@ -79,7 +79,7 @@ pub const STATS: [(&str, &str); NR_STATS] = [
     ("stolen_out", "tasks other CPUs stole from this CPU's queue"),
     (
         "preempt_wakeup",
-        "wakeups that preempted a task running past --wakeup-preempt-us",
+        "interactive wakeups (bursts under --wakeup-preempt-us) that preempted the running task",
     ),
     (
         "place_home",
@@ -109,8 +109,16 @@ pub const STATS: [(&str, &str); NR_STATS] = [
         "enq_resumed",
         "tasks preempted by a wakeup, put back at their queue's head with the rest of their turn",
     ),
+    (
+        "wake_head",
+        "interactive wakeups queued at their CPU's head because the running task was short too",
+    ),
+    (
+        "wake_no_jump",
+        "interactive wakeups queued in order because their CPU had used its queue jumps",
+    ),
 ];
-pub const NR_STATS: usize = 37;
+pub const NR_STATS: usize = 39;
 pub const NR_LAT_BUCKETS: usize = 100;
 
 /// Index of a counter by name; the names are fixed at compile time.
@@ -354,6 +362,8 @@ impl Report<'_> {
                 "sysmon": t("preempt_sysmon"),
                 "slice": t("preempt_slice"),
                 "wakeup": t("preempt_wakeup"),
+                "wakeup_head": t("wake_head"),
+                "wakeup_no_jump": t("wake_no_jump"),
             },
             "kicks": { "idle": t("kick_idle"), "preempt": t("kick_preempt") },
             "procs_cpus": crate::topo::cpulist(&self.g.procs),
