@@ -35,14 +35,21 @@ stop_sched() {
 }
 
 # cyclictest (SCHED_OTHER threads, so the scheduler under test places them) while CPU hogs
-# oversubscribe the CPUs: wakeup latency percentiles from its histogram.
+# oversubscribe the CPUs: wakeup latency percentiles from its histogram. Under EEVDF the same
+# run with SCHED_FIFO threads (which preempt at once, whatever sched_ext does) gives the floor
+# the VM itself sets: timer delivery and vCPUs the host deschedules.
 w_cyclictest() {
+  cyc_run cyclictest --policy=other
+  if [ "$SNAME" = eevdf ]; then cyc_run cyclictest_rt_floor --policy=fifo -p 50; fi
+}
+cyc_run() { # WORKLOAD POLICY-ARGS...
+  local w=$1; shift
   stress-ng --temp-path /tmp -q -c $((2 * N)) -t $((DUR + 3)) &
   local hp=$!
   sleep 1
-  cyclictest --policy=other -m -q -t "$N" -i 1000 -D "$DUR" -h 200000 > "$OUT/cyc.tmp" 2>&1
+  cyclictest "$@" -m -q -t "$N" -i 1000 -D "$DUR" -h 200000 > "$OUT/cyc.tmp" 2>&1
   wait "$hp"
-  python3 - "$OUT/cyc.tmp" <<'EOF' | while read -r k v; do emit cyclictest "$k" "$v"; done
+  python3 - "$OUT/cyc.tmp" <<'EOF' | while read -r k v; do emit "$w" "$k" "$v"; done
 import sys
 hist = {}
 mx = 0
