@@ -48,13 +48,15 @@ CASES=("$@")
 [ ${#CASES[@]} -gt 0 ] || CASES=("${ALL_CASES[@]}")
 
 # Resumable: a case that finished in an earlier boot of this run (see scripts/test.sh, which
-# boots again after a guest crash) is not run twice. "current" names the running case and how
-# many result lines existed when it began, so the host can tell which case took the guest down.
+# boots again after a guest crash) is not run twice. "started" gets a line per case begun (its
+# name and how many result lines existed then), so the host can tell which case took the guest
+# down. Files here are only appended to: an overwrite was seen not to reach the host before a
+# guest panic.
 echo "${GMP_EMULATED:-0}" > "$RES/emulated"
 touch "$RES/finished" "$RES/results.txt"
 for c in "${CASES[@]}"; do
   if grep -qx "$c" "$RES/finished"; then log "--- $c: done in an earlier boot"; continue; fi
-  echo "$c $(wc -l < "$RES/results.txt")" > "$RES/current"; sync
+  echo "$c $(wc -l < "$RES/results.txt")" >> "$RES/started"; sync
   log "--- $c"
   if [ "$(state)" != disabled ]; then
     log "sched_ext is '$(state)' before $c; waiting"
@@ -63,5 +65,4 @@ for c in "${CASES[@]}"; do
   "t_$c"
   echo "$c" >> "$RES/finished"; sync
 done
-rm -f "$RES/current"
 echo complete > "$RES/complete"
