@@ -92,11 +92,12 @@ for KVER in "${KERNELS[@]}"; do
       --results "$RES" -- "$REPO/tests/vm/suite.sh" "$REPO" "$RES" "$TIER" $CASES > "$RES/console.log" 2>&1 &
     vm_pid=$!
     # A guest whose tasks hang (the kernel's hung-task report, 120 s) does not finish; stop it
-    # a minute after the report rather than at the time limit.
+    # a minute after the report rather than at the time limit. qemu, vng and vm.sh all carry
+    # $RES on their command lines; pkill takes a regex, and kernel names hold '+' and '.'.
     while kill -0 "$vm_pid" 2>/dev/null; do
       sleep 5
       if grep -q 'blocked for more than' "$RES/console.log"; then
-        sleep 60; pkill -f -- "--results $RES" ; pkill -f -- "$RES" ; break
+        sleep 60; pkill -f -- "$(printf '%s' "$RES" | sed 's/[][\.*^$+?(){}|]/\\&/g')"; break
       fi
     done
     wait "$vm_pid"; vm_rc=$?
