@@ -789,9 +789,9 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 	if (!(enq_flags & SCX_ENQ_WAKEUP) && tctx && tctx->resume_ns) {
 		/*
 		 * Preempted by a short wakeup: it keeps its place (the head of its CPU's queue) and
-		 * the rest of its turn, so frequent wakeups cannot shrink a heavy task's share.
+		 * the rest of its turn, so frequent wakeups cannot shrink a heavy task's share. The
+		 * jump was counted when the wakeup preempted it.
 		 */
-		/* Counted as a jump when the wakeup preempted it. */
 		tctx->jumped = 1;
 		scx_bpf_dsq_insert(p, cpu, tctx->resume_ns, enq_flags | SCX_ENQ_HEAD);
 		stat_add(ST_ENQ_RESUMED, 1);
