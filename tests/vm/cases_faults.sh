@@ -96,14 +96,34 @@ t_f3b_hotplug_restart() {
   fi
   dmesg_mark
   local n=${F3B_ROUNDS:-20} i rc bad="" c=$((NCPU - 1))
-  ( while :; do echo 0 > /sys/devices/system/cpu/cpu$c/online; sleep 0.7; echo 1 > /sys/devices/system/cpu/cpu$c/online; sleep 0.9; done ) &
+  local stamp=$LOGS/f3b-offline-since
+  ( while :; do
+      date +%s > "$stamp"; echo 0 > /sys/devices/system/cpu/cpu$c/online; rm -f "$stamp"; sleep 0.7
+      echo 1 > /sys/devices/system/cpu/cpu$c/online; sleep 0.9
+    done ) &
   local tog=$!
+  # An offline that has not returned in 60 s is a hang (seen once on 6.18: CPU 3's hotplug
+  # thread waiting for its runqueue to drain while the loader waited in cpus_read_lock).
+  # Save what the kernel's hung-task report leaves out before the host stops the guest:
+  # every task's stack, the runqueues, and the blocked tasks on the console.
+  ( while sleep 5; do
+      [ -f "$stamp" ] || continue
+      [ $(($(date +%s) - $(cat "$stamp" 2>/dev/null || date +%s))) -ge 60 ] || continue
+      echo "f3b: CPU $c offline stuck for 60 s, dumping tasks and runqueues" > /dev/kmsg
+      cat /proc/sched_debug > "$LOGS/f3b-hang-sched_debug.txt" 2>&1
+      cat $SYS/state > "$LOGS/f3b-hang-state.txt" 2>&1
+      echo w > /proc/sysrq-trigger; echo l > /proc/sysrq-trigger; echo t > /proc/sysrq-trigger
+      sleep 2; dmesg > "$LOGS/f3b-hang-dmesg.txt"
+      break
+    done ) &
+  local hangdump=$!
   for ((i = 0; i < n; i++)); do
     timeout --preserve-status -s INT 12 "$SCX" > "$LOGS/f3b-$i.out" 2> "$LOGS/f3b-$i.err"; rc=$?
     [ "$rc" -ne 0 ] && bad+="run $i exit $rc ($(grep -m1 -iE 'error|EXIT' "$LOGS/f3b-$i.err")); "
     wait_state disabled 10
   done
-  kill "$tog"; wait "$tog" 2>/dev/null
+  kill "$tog" "$hangdump" 2>/dev/null; wait "$tog" "$hangdump" 2>/dev/null
+  rm -f "$stamp"
   echo 1 > /sys/devices/system/cpu/cpu$c/online 2>/dev/null
   local faults; faults=$(kernel_faults)
   if [ -n "$bad" ]; then fail f3b_hotplug_restart "$bad"
