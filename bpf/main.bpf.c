@@ -1503,6 +1503,9 @@ s32 BPF_STRUCT_OPS(gmp_init_task, struct task_struct *p, struct scx_init_task_ar
 	tctx = bpf_task_storage_get(&task_ctx_stor, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!tctx)
 		return -ENOMEM;
+	/* After a hotplug restart the loader hands over the previous load's storage map:
+	 * start from zero, not from what that load left (its counts and turns are void). */
+	__builtin_memset(tctx, 0, sizeof(*tctx));
 	tctx->home_node = -1;
 	tctx->mem_node = -1;
 	tctx->last_cpu = -1;
@@ -1517,6 +1520,10 @@ s32 BPF_STRUCT_OPS(gmp_cgroup_init, struct cgroup *cgrp, struct scx_cgroup_init_
 
 	if (!c)
 		return -ENOMEM;
+	/* As in init_task: the map may come from the previous load (hotplug restart). Every
+	 * cgroup is initialised before any task is, so no count is lost by zeroing here. */
+	c->child_weight_sum = 0;
+	c->nr_active = 0;
 	c->weight = args->weight;
 	return 0;
 }

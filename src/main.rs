@@ -8,6 +8,7 @@ mod procs;
 mod run_cmd;
 mod sched;
 mod stats;
+mod storage;
 mod top;
 mod topo;
 mod version;
@@ -118,9 +119,14 @@ fn run(opts: cli::Opts) -> Result<()> {
 
     let started = Instant::now();
     let mut restarts = 0;
+    // Carried across hotplug restarts so that a restart never frees them (see storage.rs).
+    let mut kept = None;
     loop {
         let mut open_object = MaybeUninit::uninit();
-        let mut sched = sched::Scheduler::init(&opts, &mut open_object, restarts)?;
+        let mut sched = sched::Scheduler::init(&opts, &mut open_object, restarts, kept.as_ref())?;
+        if kept.is_none() {
+            kept = Some(sched.keep_storage()?);
+        }
         let uei = sched.run(&opts, &shutdown, started, &stats_chan)?;
         if uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
             restarts += 1;

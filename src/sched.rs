@@ -5,6 +5,7 @@ use crate::cli::Opts;
 use crate::metrics::{Format, Metrics, Printer};
 use crate::procs::{self, AutoProcs, ProcsSpec};
 use crate::stats::{Gauges, Sample, WaitRec};
+use crate::storage::KeptStorage;
 use crate::topo::{cpulist, TopoMaps};
 use anyhow::{anyhow, Context, Result};
 use crossbeam::channel::{Receiver, Sender};
@@ -68,6 +69,7 @@ impl<'a> Scheduler<'a> {
         opts: &Opts,
         open_object: &'a mut MaybeUninit<OpenObject>,
         restarts: u64,
+        kept: Option<&KeptStorage>,
     ) -> Result<Self> {
         let mut topo = TopoMaps::from_system()?;
         if opts.no_numa {
@@ -158,6 +160,9 @@ impl<'a> Scheduler<'a> {
             rodata.node_rep_cpu[n] = c;
         }
 
+        if let Some(kept) = kept {
+            kept.reuse(&mut skel)?;
+        }
         let mut skel =
             scx_ops_load!(skel, gmp_ops, uei).context("failed to load the BPF scheduler")?;
         // The procs go in before attach: ops.init builds the cpumask from them.
@@ -181,6 +186,11 @@ impl<'a> Scheduler<'a> {
             longest_wait: WaitRec::default(),
             starve_warn_ms: opts.starve_warn_ms,
         })
+    }
+
+    /// The storage maps, to hand to the next load after a hotplug restart (see storage.rs).
+    pub fn keep_storage(&self) -> Result<KeptStorage> {
+        KeptStorage::take(&self.skel)
     }
 
     /// Once a second: collect the longest waits the BPF side saw, warn about starvation, and
