@@ -53,8 +53,11 @@ t_f2_watchdog() {
 # Toggle CPUs offline and online under stress; the loader must reload each time.
 t_f3_hotplug() {
   dmesg_mark
-  local rounds=${HOTPLUG_ROUNDS:-2} i c seq0 restarts bad=""
+  local rounds=${HOTPLUG_ROUNDS:-2} i c seq0 restarts bad="" maps0 maps1
   start_sched f3 --stats 1 --json || { fail f3_hotplug "did not load"; return; }
+  # Restarts must not free the storage maps (freeing one while a CPU goes offline can
+  # deadlock the kernel's hotplug; see src/storage.rs): the same two maps before and after.
+  maps0=$(storage_map_ids "$SCHED_PID")
   stress-ng --temp-path /tmp -q -c "$NCPU" -t 600 & local spid=$!
   seq0=$(enable_seq)
   for ((i = 0; i < rounds; i++)); do
@@ -71,6 +74,7 @@ t_f3_hotplug() {
     done
   done
   sleep 2.5
+  maps1=$(storage_map_ids "$SCHED_PID")
   kill "$spid"; wait "$spid" 2>/dev/null
   for c in /sys/devices/system/cpu/cpu[1-9]*/online; do echo 1 > "$c" 2>/dev/null; done
   stop_sched INT
@@ -80,7 +84,9 @@ t_f3_hotplug() {
   elif [ "$SCHED_RC" -ne 0 ]; then fail f3_hotplug "exit $SCHED_RC: $(tail -2 "$LOGS/f3.err")"
   elif [ -n "$faults" ]; then fail f3_hotplug "kernel log: $faults"
   elif [ "$restarts" -lt $((2 * rounds)) ]; then fail f3_hotplug "stats show $restarts restarts, want $((2 * rounds))"
-  else pass f3_hotplug "$rounds offline/online rounds under stress: $restarts restarts with fresh topology, never an error exit"
+  elif [ "$(wc -w <<< "$maps0")" -ne 2 ] || [ "$maps0" != "$maps1" ]; then
+    fail f3_hotplug "task/cgroup storage map ids '$maps0' before the restarts, '$maps1' after: want the same two"
+  else pass f3_hotplug "$rounds offline/online rounds under stress: $restarts restarts with fresh topology, never an error exit; storage maps kept (ids $maps0)"
   fi
 }
 

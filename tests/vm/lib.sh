@@ -25,6 +25,15 @@ wait_state() {
   return 0
 }
 
+# storage_map_ids PID: the ids of the task and cgroup storage maps (BPF map types 29, 32)
+# that process holds open, sorted, on one line.
+storage_map_ids() {
+  local f
+  for f in /proc/"$1"/fdinfo/*; do
+    awk '/^map_type:/ {t = $2} /^map_id:/ {id = $2} END {if (t == 29 || t == 32) print id}' "$f" 2>/dev/null
+  done | sort -un | tr '\n' ' '
+}
+
 # Kernel log since the last mark, to judge each case on its own.
 DMESG_MARK=0
 dmesg_mark() { DMESG_MARK=$(dmesg | wc -l); }
