@@ -42,6 +42,14 @@ record() { # record PASS|FAIL|SKIP name detail
 }
 t_start=$(date +%s)
 
+# One test run at a time on a machine: two runs share nothing sensible (the VMs compete for the
+# same cores, and a stray run's hang watcher can stop the other's guest), so refuse a second.
+exec 9> /run/lock/scx_gmp-test.lock
+if ! flock -n 9; then
+  echo "test.sh: another scx_gmp test run holds /run/lock/scx_gmp-test.lock; wait for it or stop it" >&2
+  echo "0 passed, 1 failed"; exit 1
+fi
+
 if [ "$SETUP" = 1 ]; then
   for k in "${KERNELS[@]}"; do
     scripts/setup.sh --kernel "$k" || { echo "test.sh: setup failed" >&2; echo "0 passed, 1 failed"; exit 1; }
