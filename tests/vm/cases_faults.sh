@@ -108,15 +108,14 @@ t_f3b_hotplug_restart() {
       echo 1 > /sys/devices/system/cpu/cpu$c/online; sleep 0.9
     done ) &
   local tog=$!
-  # An offline that has not returned in 60 s is a hang (seen once on 6.18: CPU 3's hotplug
-  # thread waiting for its runqueue to drain while the loader waited in cpus_read_lock).
-  # Save what the kernel's hung-task report leaves out before the host stops the guest:
-  # every task's stack, the runqueues, and the blocked tasks on the console.
+  # An offline that has not returned in 60 s is a hang. Save what the kernel's hung-task
+  # report leaves out before the host stops the guest: every task's stack and the runqueues
+  # (SysRq-t prints both), the blocked tasks and the CPUs' backtraces. This is how the 6.16
+  # and 6.18 hotplug deadlock behind src/storage.rs was found.
   ( while sleep 5; do
       [ -f "$stamp" ] || continue
       [ $(($(date +%s) - $(cat "$stamp" 2>/dev/null || date +%s))) -ge 60 ] || continue
       echo "f3b: CPU $c offline stuck for 60 s, dumping tasks and runqueues" > /dev/kmsg
-      cat /proc/sched_debug > "$LOGS/f3b-hang-sched_debug.txt" 2>&1
       cat $SYS/state > "$LOGS/f3b-hang-state.txt" 2>&1
       echo w > /proc/sysrq-trigger; echo l > /proc/sysrq-trigger; echo t > /proc/sysrq-trigger
       sleep 2; dmesg > "$LOGS/f3b-hang-dmesg.txt"
