@@ -1522,8 +1522,7 @@ s32 BPF_STRUCT_OPS(gmp_cgroup_init, struct cgroup *cgrp, struct scx_cgroup_init_
 		return -ENOMEM;
 	/* As in init_task: the map may come from the previous load (hotplug restart). Every
 	 * cgroup is initialised before any task is, so no count is lost by zeroing here. */
-	c->child_weight_sum = 0;
-	c->nr_active = 0;
+	__builtin_memset(c, 0, sizeof(*c));
 	c->weight = args->weight;
 	return 0;
 }

@@ -13,7 +13,7 @@
 //! The next load's ops.init_task and ops.cgroup_init overwrite every field of the entries they
 //! find, so nothing from the previous load leaks into the new one.
 
-use crate::bpf_skel::BpfSkel;
+use crate::bpf_skel::{BpfSkel, OpenBpfSkel};
 use anyhow::{Context, Result};
 use std::os::fd::{AsFd, OwnedFd};
 
@@ -42,7 +42,7 @@ impl KeptStorage {
     }
 
     /// Makes the opened (not yet loaded) scheduler use the kept maps instead of new ones.
-    pub fn reuse(&self, skel: &mut crate::bpf_skel::OpenBpfSkel) -> Result<()> {
+    pub fn reuse(&self, skel: &mut OpenBpfSkel) -> Result<()> {
         skel.maps
             .task_ctx_stor
             .reuse_fd(self.task.as_fd())
