@@ -105,6 +105,8 @@ u64 vclock;                               /* the highest vtime of a task that st
 u64 starve_scan_at;
 struct gmp_wait_rec wait_recs[MAX_CPUS];  /* read and cleared by the loader each interval */
 s64 nr_runnable_total;                    /* runnable scx tasks counted for cgroup weights */
+s64 nr_task_ctxs, nr_cgrp_ctxs;           /* live entries of task_ctxs and cgrp_ctxs */
+s64 last_ctx_err;                         /* errno of the last failed state allocation */
 
 /*
  * The processor set, written by the loader: proc_on[c] says whether CPU c is a proc,
@@ -145,19 +147,36 @@ struct cgrp_ctx {
 	u64 weight;           /* cpu.weight, 1..10000, 100 by default */
 };
 
+/*
+ * Task and cgroup state live in hash maps keyed by the task_struct's address and the cgroup's
+ * id, not in BPF task/cgroup local storage. Freeing a local-storage map waits for an RCU
+ * tasks-trace grace period inside a worker that has disabled migration; if a CPU goes offline
+ * under that worker, the offline waits for the worker and the grace period waits for the
+ * offline's hotplug lock, and CPU hotplug deadlocks (seen on 6.16 and 6.18 whenever scx_gmp
+ * exited or restarted while a CPU was changing). A hash map's free defers its grace-period
+ * waits to an ordinary worker, so unloading is safe at any time.
+ *
+ * A task_struct's address names one task from ops.init_task to ops.exit_task: the kernel
+ * calls exit_task before it frees the struct, and exit_task deletes the entry, so a later task
+ * at the same address never sees its predecessor's state. The loader sizes task_ctxs from
+ * kernel.threads-max (see src/sched.rs); cgrp_ctxs holds up to 65536 cgroups and a cgroup
+ * beyond that runs with the default weight rather than failing its mkdir.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_CGRP_STORAGE);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
+	__uint(max_entries, 65536);
+	__type(key, u64);
 	__type(value, struct cgrp_ctx);
-} cgrp_ctx_stor SEC(".maps");
+} cgrp_ctxs SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
+	__uint(max_entries, 65536);	/* resized by the loader before load */
+	__type(key, u64);
 	__type(value, struct task_ctx);
-} task_ctx_stor SEC(".maps");
+} task_ctxs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -239,7 +258,47 @@ static __always_inline u64 shared_dsq(u32 node)
 
 static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
 {
-	return bpf_task_storage_get(&task_ctx_stor, p, 0, 0);
+	u64 key = (u64)p;
+
+	return bpf_map_lookup_elem(&task_ctxs, &key);
+}
+
+/*
+ * Insert a fresh state into task_ctxs or cgrp_ctxs and count it in @live. An entry can
+ * only exist already if its task or cgroup failed to delete it on exit; that owner is gone,
+ * so overwrite it. Allocation can fail (map full, or the allocator's per-CPU cache empty for
+ * the moment): counted, and the caller goes on without a state.
+ */
+static __always_inline long ctx_insert(void *map, u64 *key, void *init, s64 *live)
+{
+	long ret = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+
+	if (!ret)
+		__sync_fetch_and_add(live, 1);
+	else if (ret == -EEXIST)
+		ret = bpf_map_update_elem(map, key, init, BPF_EXIST);
+	if (ret) {
+		stat_add(ST_CTX_ALLOC_FAIL, 1);
+		last_ctx_err = ret;
+	}
+	return ret;
+}
+
+/* A fresh state for @p, or NULL (see ctx_insert). */
+static struct task_ctx *task_ctx_create(struct task_struct *p)
+{
+	struct task_ctx init = {
+		.home_node = -1,
+		.mem_node = -1,
+		.last_cpu = -1,
+		/* Neither interactive nor a hog until it has slept a few times. */
+		.avg_burst_ns = wakeup_preempt_ns,
+	};
+	u64 key = (u64)p;
+
+	if (ctx_insert(&task_ctxs, &key, &init, &nr_task_ctxs))
+		return NULL;
+	return bpf_map_lookup_elem(&task_ctxs, &key);
 }
 
 static u32 ilog2_u64(u64 v)
@@ -359,7 +418,9 @@ static void sync_procs_mask(void)
  */
 static struct cgrp_ctx *cgrp_ctx(struct cgroup *cg)
 {
-	return bpf_cgrp_storage_get(&cgrp_ctx_stor, cg, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	u64 id = cg->kn->id;
+
+	return bpf_map_lookup_elem(&cgrp_ctxs, &id);
 }
 
 /* The state of @cg's ancestor at @level (@cg itself at its own level). */
@@ -1163,6 +1224,9 @@ void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
 	struct task_ctx *tctx = task_ctx(p);
 
 	if (!tctx)
+		tctx = task_ctx_create(p);	/* init_task could not allocate it */
+
+	if (!tctx)
 		return;
 	tctx->ready_at = scx_bpf_now();
 	if (numa_on && nr_nodes > 1)
@@ -1498,33 +1562,37 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 
 s32 BPF_STRUCT_OPS(gmp_init_task, struct task_struct *p, struct scx_init_task_args *args)
 {
-	struct task_ctx *tctx;
-
-	tctx = bpf_task_storage_get(&task_ctx_stor, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!tctx)
-		return -ENOMEM;
-	/* After a hotplug restart the loader hands over the previous load's storage map:
-	 * start from zero, not from what that load left (its counts and turns are void). */
-	__builtin_memset(tctx, 0, sizeof(*tctx));
-	tctx->home_node = -1;
-	tctx->mem_node = -1;
-	tctx->last_cpu = -1;
-	/* Neither interactive nor a hog until it has slept a few times. */
-	tctx->avg_burst_ns = wakeup_preempt_ns;
+	/* A task without state is still scheduled (every op copes with a NULL task_ctx), and
+	 * gmp_runnable tries again; failing here would fail the fork or the whole load. */
+	task_ctx_create(p);
 	return 0;
+}
+
+void BPF_STRUCT_OPS(gmp_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
+{
+	u64 key = (u64)p;
+
+	if (!bpf_map_delete_elem(&task_ctxs, &key))
+		__sync_fetch_and_sub(&nr_task_ctxs, 1);
 }
 
 s32 BPF_STRUCT_OPS(gmp_cgroup_init, struct cgroup *cgrp, struct scx_cgroup_init_args *args)
 {
-	struct cgrp_ctx *c = cgrp_ctx(cgrp);
+	struct cgrp_ctx init = { .weight = args->weight };
+	u64 id = cgrp->kn->id;
 
-	if (!c)
-		return -ENOMEM;
-	/* As in init_task: the map may come from the previous load (hotplug restart). Every
-	 * cgroup is initialised before any task is, so no count is lost by zeroing here. */
-	__builtin_memset(c, 0, sizeof(*c));
-	c->weight = args->weight;
+	/* Full or failing map: the cgroup is still created. cg_account stops at a cgroup
+	 * without state, so its tasks run as if their cgroups had default weights. */
+	ctx_insert(&cgrp_ctxs, &id, &init, &nr_cgrp_ctxs);
 	return 0;
+}
+
+void BPF_STRUCT_OPS(gmp_cgroup_exit, struct cgroup *cgrp)
+{
+	u64 id = cgrp->kn->id;
+
+	if (!bpf_map_delete_elem(&cgrp_ctxs, &id))
+		__sync_fetch_and_sub(&nr_cgrp_ctxs, 1);
 }
 
 void BPF_STRUCT_OPS(gmp_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
@@ -1613,7 +1681,9 @@ SCX_OPS_DEFINE(gmp_ops,
 	       .stopping = (void *)gmp_stopping,
 	       .cpu_release = (void *)gmp_cpu_release,
 	       .init_task = (void *)gmp_init_task,
+	       .exit_task = (void *)gmp_exit_task,
 	       .cgroup_init = (void *)gmp_cgroup_init,
+	       .cgroup_exit = (void *)gmp_cgroup_exit,
 	       .cgroup_set_weight = (void *)gmp_cgroup_set_weight,
 	       .init = (void *)gmp_init,
 	       .exit = (void *)gmp_exit,

@@ -8,7 +8,6 @@ mod procs;
 mod run_cmd;
 mod sched;
 mod stats;
-mod storage;
 mod top;
 mod topo;
 mod version;
@@ -119,14 +118,9 @@ fn run(opts: cli::Opts) -> Result<()> {
 
     let started = Instant::now();
     let mut restarts = 0;
-    // Carried across hotplug restarts so that a restart never frees them (see storage.rs).
-    let mut kept = None;
     loop {
         let mut open_object = MaybeUninit::uninit();
-        let mut sched = sched::Scheduler::init(&opts, &mut open_object, restarts, kept.as_ref())?;
-        if kept.is_none() {
-            kept = Some(sched.keep_storage()?);
-        }
+        let mut sched = sched::Scheduler::init(&opts, &mut open_object, restarts)?;
         let uei = sched.run(&opts, &shutdown, started, &stats_chan)?;
         if uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
             restarts += 1;

@@ -34,6 +34,10 @@ pub struct Metrics {
     pub cpu_node: Vec<u32>,
     #[stat(desc = "reloads after CPU hotplug")]
     pub restarts: u64,
+    #[stat(desc = "per-task states held by the BPF side (one per task it schedules)")]
+    pub task_ctxs: i64,
+    #[stat(desc = "per-cgroup states held by the BPF side (one per cgroup)")]
+    pub cgrp_ctxs: i64,
     #[stat(desc = "counter names, in order")]
     pub counter_names: Vec<String>,
     #[stat(desc = "per-CPU counters, by CPU id")]
@@ -64,6 +68,8 @@ impl Metrics {
             shared_queued: g.shared_queued.clone(),
             cpu_node: cpu_node.to_vec(),
             restarts: g.restarts,
+            task_ctxs: g.task_ctxs,
+            cgrp_ctxs: g.cgrp_ctxs,
             counter_names: STATS.iter().map(|(n, _)| n.to_string()).collect(),
             cpus: sample
                 .per_cpu
@@ -121,6 +127,8 @@ impl Metrics {
             local_queued: self.local_queued.clone(),
             shared_queued: self.shared_queued.clone(),
             restarts: self.restarts,
+            task_ctxs: self.task_ctxs,
+            cgrp_ctxs: self.cgrp_ctxs,
             cpu_node: self.cpu_node.clone(),
             longest_wait: WaitRec {
                 wait_us: self.longest_wait_us,
@@ -276,6 +284,10 @@ pub fn help_stats() -> String {
              a task waited past --starve-warn-ms",
         ),
         ("restarts", "reloads after CPU hotplug"),
+        (
+            "ctx",
+            "per-task and per-cgroup states the BPF side holds, and allocation failures",
+        ),
     ];
     for (n, d) in gauges {
         let _ = writeln!(out, "  {n:<28} {d}");

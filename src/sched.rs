@@ -5,7 +5,6 @@ use crate::cli::Opts;
 use crate::metrics::{Format, Metrics, Printer};
 use crate::procs::{self, AutoProcs, ProcsSpec};
 use crate::stats::{Gauges, Sample, WaitRec};
-use crate::storage::KeptStorage;
 use crate::topo::{cpulist, TopoMaps};
 use anyhow::{anyhow, Context, Result};
 use crossbeam::channel::{Receiver, Sender};
@@ -69,7 +68,6 @@ impl<'a> Scheduler<'a> {
         opts: &Opts,
         open_object: &'a mut MaybeUninit<OpenObject>,
         restarts: u64,
-        kept: Option<&KeptStorage>,
     ) -> Result<Self> {
         let mut topo = TopoMaps::from_system()?;
         if opts.no_numa {
@@ -160,9 +158,11 @@ impl<'a> Scheduler<'a> {
             rodata.node_rep_cpu[n] = c;
         }
 
-        if let Some(kept) = kept {
-            kept.reuse(&mut skel)?;
-        }
+        let tasks = task_ctx_capacity(read_threads_max());
+        skel.maps
+            .task_ctxs
+            .set_max_entries(tasks)
+            .context("failed to size the task state map")?;
         let mut skel =
             scx_ops_load!(skel, gmp_ops, uei).context("failed to load the BPF scheduler")?;
         // The procs go in before attach: ops.init builds the cpumask from them.
@@ -188,11 +188,6 @@ impl<'a> Scheduler<'a> {
         })
     }
 
-    /// The storage maps, to hand to the next load after a hotplug restart (see storage.rs).
-    pub fn keep_storage(&self) -> Result<KeptStorage> {
-        KeptStorage::take(&self.skel)
-    }
-
     /// Once a second: collect the longest waits the BPF side saw, warn about starvation, and
     /// in auto mode grow or shrink the procs.
     fn housekeeping(&mut self, sample: &Sample) -> Result<()> {
@@ -203,6 +198,16 @@ impl<'a> Scheduler<'a> {
                 self.longest_wait.describe(),
                 self.starve_warn_ms
             );
+        }
+
+        if let Some(bss) = self.skel.maps.bss_data.as_mut() {
+            let err = std::mem::take(&mut bss.last_ctx_err);
+            if err != 0 {
+                warn!(
+                    "could not allocate per-task or per-cgroup state: {} (those run without it)",
+                    std::io::Error::from_raw_os_error((-err) as i32)
+                );
+            }
         }
 
         let busy_now: Vec<u64> = (0..self.topo.nr_cpu_ids)
@@ -300,6 +305,8 @@ impl<'a> Scheduler<'a> {
                 .map(|c| bss.cpu_ctxs[c].queued)
                 .collect();
             g.shared_queued = bss.shared_queued[..self.topo.nr_nodes].to_vec();
+            g.task_ctxs = bss.nr_task_ctxs;
+            g.cgrp_ctxs = bss.nr_cgrp_ctxs;
         }
         g
     }
@@ -404,5 +411,38 @@ fn wait_disabled(limit: Duration) {
             Ok(s) if s.trim() != "disabled" => std::thread::sleep(Duration::from_millis(20)),
             _ => return,
         }
+    }
+}
+
+/// kernel.threads-max, the most tasks the kernel lets exist; None if unreadable.
+fn read_threads_max() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/kernel/threads-max")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Entries for the task state map (bpf/main.bpf.c task_ctxs). The kernel keeps at most
+/// threads-max tasks, but a task's state lives until its task_struct is freed, which can be
+/// after it has been counted out: twice threads-max leaves room for those and for a later
+/// raise of the sysctl. Empty entries cost a hash bucket (16 bytes) each, hence the cap.
+fn task_ctx_capacity(threads_max: Option<u64>) -> u32 {
+    const MIN: u64 = 1 << 16;
+    const MAX: u64 = 1 << 22;
+    let want = threads_max.map_or(1 << 20, |t| t.saturating_mul(2));
+    want.clamp(MIN, MAX) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::task_ctx_capacity;
+
+    #[test]
+    fn task_map_follows_threads_max_within_bounds() {
+        assert_eq!(task_ctx_capacity(Some(95_000)), 190_000);
+        assert_eq!(task_ctx_capacity(Some(100)), 1 << 16);
+        assert_eq!(task_ctx_capacity(Some(u64::MAX)), 1 << 22);
+        assert_eq!(task_ctx_capacity(None), 1 << 20);
     }
 }

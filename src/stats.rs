@@ -117,8 +117,12 @@ pub const STATS: [(&str, &str); NR_STATS] = [
         "wake_no_jump",
         "interactive wakeups queued in order because their CPU had used its queue jumps",
     ),
+    (
+        "ctx_alloc_fail",
+        "task or cgroup states the BPF side could not allocate (its map was full)",
+    ),
 ];
-pub const NR_STATS: usize = 39;
+pub const NR_STATS: usize = 40;
 pub const NR_LAT_BUCKETS: usize = 100;
 
 /// Index of a counter by name; the names are fixed at compile time.
@@ -250,6 +254,10 @@ pub struct Gauges {
     pub shared_queued: Vec<u32>,
     /// How many times the scheduler was reloaded (CPU hotplug).
     pub restarts: u64,
+    /// Live per-task and per-cgroup states on the BPF side (they follow the task and
+    /// cgroup counts; growth beyond them would be a leak).
+    pub task_ctxs: i64,
+    pub cgrp_ctxs: i64,
     /// NUMA node of each CPU (index: CPU id).
     pub cpu_node: Vec<u32>,
     /// The longest wait to run seen in the last second.
@@ -393,6 +401,11 @@ impl Report<'_> {
             },
             "busy_pct": self.g.procs.iter().map(|&c| self.busy_pct(c)).collect::<Vec<_>>(),
             "sysmon_runs": t("sysmon_runs"),
+            "ctx": {
+                "tasks": self.g.task_ctxs,
+                "cgroups": self.g.cgrp_ctxs,
+                "alloc_fail": t("ctx_alloc_fail"),
+            },
             "restarts": self.g.restarts,
         })
     }
@@ -449,10 +462,14 @@ impl Report<'_> {
         } else {
             String::new()
         };
+        let ctx_fail = match t("ctx_alloc_fail") {
+            0 => String::new(),
+            n => format!(" CTX_ALLOC_FAIL={n}"),
+        };
         format!(
             "SCHED {}ms: procs={} idle={} runqueue={} [{}] runnext={} local={} shared={} \
              fair={} steals={}/{} preempt={}+{}+{} kicks={} numa={:.0}% p50={}us p99={}us max={}us \
-             maxwait={}ms{}",
+             maxwait={}ms{}{}",
             self.elapsed_ms,
             self.g.procs.len(),
             self.g.idle_procs,
@@ -473,6 +490,7 @@ impl Report<'_> {
             percentile_us(&d.lat, 0.99),
             max_us(&d.lat),
             w.wait_us / 1000,
+            ctx_fail,
             starving,
         )
     }
@@ -557,6 +575,8 @@ mod tests {
             local_queued: vec![3, 0],
             shared_queued: vec![2],
             restarts: 0,
+            task_ctxs: 0,
+            cgrp_ctxs: 0,
             cpu_node: vec![0, 0],
             longest_wait: WaitRec {
                 wait_us: 612_000,

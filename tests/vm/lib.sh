@@ -25,13 +25,53 @@ wait_state() {
   return 0
 }
 
-# storage_map_ids PID: the ids of the task and cgroup storage maps (BPF map types 29, 32)
-# that process holds open, sorted, on one line.
-storage_map_ids() {
+# hang_dump TAG WHY: save what a hung-task report leaves out before the host stops the guest:
+# every task's stack and the runqueues (SysRq-t prints both), the blocked tasks (w) and the
+# CPUs' backtraces (l), with the sched_ext state, into $LOGS/TAG-hang-*.txt.
+hang_dump() {
+  echo "$1: $2, dumping tasks and runqueues" > /dev/kmsg
+  cat $SYS/state > "$LOGS/$1-hang-state.txt" 2>&1
+  echo w > /proc/sysrq-trigger; echo l > /proc/sysrq-trigger; echo t > /proc/sysrq-trigger
+  sleep 2; dmesg > "$LOGS/$1-hang-dmesg.txt"
+}
+
+# local_storage_maps PID: ids of the BPF task and cgroup local-storage maps (types 29, 32)
+# the process holds. scx_gmp must hold none: freeing one while a CPU goes offline can
+# deadlock the kernel's CPU hotplug (see task_ctxs in bpf/main.bpf.c).
+local_storage_maps() {
   local f
   for f in /proc/"$1"/fdinfo/*; do
     awk '/^map_type:/ {t = $2} /^map_id:/ {id = $2} END {if (t == 29 || t == 32) print id}' "$f" 2>/dev/null
   done | sort -un | tr '\n' ' '
+}
+
+# ctx_balance LOG: after a workload, do the BPF side's per-task and per-cgroup states (the
+# last JSON stats line of LOG) match the tasks and cgroups alive? Prints a problem or nothing.
+# Tasks: at most the threads alive plus slack for ones exiting right now (a leak grows with
+# every fork, so a storm leaves thousands over); cgroups: the count of cgroup directories.
+ctx_balance() {
+  local threads cgroups
+  threads=$(ls -d /proc/[0-9]*/task/[0-9]* 2>/dev/null | wc -l)
+  cgroups=$(find /sys/fs/cgroup -mindepth 0 -type d 2>/dev/null | wc -l)
+  python3 - "$1" "$threads" "$cgroups" <<'PY'
+import json, sys
+last = None
+for line in open(sys.argv[1]):
+    if line.startswith('{'):
+        last = json.loads(line)
+threads, cgroups = int(sys.argv[2]), int(sys.argv[3])
+if last is None or 'ctx' not in last:
+    print('no stats line with ctx'); sys.exit()
+c = last['ctx']
+if c['tasks'] > threads + 64 or c['tasks'] < threads // 2:
+    print(f"{c['tasks']} task states for {threads} threads")
+elif abs(c['cgroups'] - cgroups) > 2:
+    print(f"{c['cgroups']} cgroup states for {cgroups} cgroups")
+elif c['alloc_fail']:
+    print(f"{c['alloc_fail']} allocation failures")
+else:
+    print(f"ok: {c['tasks']} task states for {threads} threads, {c['cgroups']} cgroup states for {cgroups} cgroups")
+PY
 }
 
 # Kernel log since the last mark, to judge each case on its own.
