@@ -5,6 +5,7 @@ mod cli;
 mod metrics;
 mod preflight;
 mod procs;
+mod rt_attach;
 mod run_cmd;
 mod sched;
 mod stats;

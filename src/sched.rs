@@ -167,7 +167,10 @@ impl<'a> Scheduler<'a> {
             scx_ops_load!(skel, gmp_ops, uei).context("failed to load the BPF scheduler")?;
         // The procs go in before attach: ops.init builds the cpumask from them.
         write_procs(&mut skel, &topo, &procs.active_cpus())?;
-        let link = scx_ops_attach!(skel, gmp_ops).context("failed to attach the BPF scheduler")?;
+        let link = {
+            let _rt = crate::rt_attach::RtGuard::raise();
+            scx_ops_attach!(skel, gmp_ops).context("failed to attach the BPF scheduler")?
+        };
         info!(
             "scx_gmp {} scheduling: slice {} us, preempt after {} us, local cap {}, fair tick {}, runnext {}",
             crate::version::full(),
