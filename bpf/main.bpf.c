@@ -284,6 +284,13 @@ static __always_inline long ctx_insert(void *map, u64 *key, void *init, s64 *liv
 	return ret;
 }
 
+/* Delete a state on its owner's exit; uncount it only if it was there. */
+static __always_inline void ctx_delete(void *map, u64 *key, s64 *live)
+{
+	if (!bpf_map_delete_elem(map, key))
+		__sync_fetch_and_sub(live, 1);
+}
+
 /* A fresh state for @p, or NULL (see ctx_insert). */
 static struct task_ctx *task_ctx_create(struct task_struct *p)
 {
@@ -1572,8 +1579,7 @@ void BPF_STRUCT_OPS(gmp_exit_task, struct task_struct *p, struct scx_exit_task_a
 {
 	u64 key = (u64)p;
 
-	if (!bpf_map_delete_elem(&task_ctxs, &key))
-		__sync_fetch_and_sub(&nr_task_ctxs, 1);
+	ctx_delete(&task_ctxs, &key, &nr_task_ctxs);
 }
 
 s32 BPF_STRUCT_OPS(gmp_cgroup_init, struct cgroup *cgrp, struct scx_cgroup_init_args *args)
@@ -1591,8 +1597,7 @@ void BPF_STRUCT_OPS(gmp_cgroup_exit, struct cgroup *cgrp)
 {
 	u64 id = cgrp->kn->id;
 
-	if (!bpf_map_delete_elem(&cgrp_ctxs, &id))
-		__sync_fetch_and_sub(&nr_cgrp_ctxs, 1);
+	ctx_delete(&cgrp_ctxs, &id, &nr_cgrp_ctxs);
 }
 
 void BPF_STRUCT_OPS(gmp_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
