@@ -63,7 +63,7 @@ enum gmp_stat {
 	ST_ENQ_RESUMED,      /* preempted by a wakeup: back to its queue's head with its turn's rest */
 	ST_WAKE_HEAD,        /* interactive wakeups queued at their CPU's head: the current task is short too */
 	ST_WAKE_NO_JUMP,     /* interactive wakeups queued in order: the CPU's queue jumps were spent */
-	ST_CTX_ALLOC_FAIL,   /* task or cgroup states not allocated (map full): see task_ctxs */
+	ST_CTX_ALLOC_FAIL,   /* task or cgroup states not allocated (map full, no memory): see task_ctxs */
 	GMP_NR_STATS,
 };
 

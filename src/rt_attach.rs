@@ -6,10 +6,11 @@
 //! again (fair outranks ext): the enable stops halfway and the machine hangs, with ext
 //! kthreads such as RCU's grace-period thread starved too. Two F3 hangs on 6.16 here (a
 //! reload under `stress-ng -c 4`) had that signature: the loader stuck in attach, sched_ext
-//! "disabling+all", RCU's kthread runnable in ext for 20 s beside a fair hog. Kernels with upstream commit b06ccbabe250 ("sched_ext: Fix
-//! starvation of scx_enable() under fair-class saturation") do the enable on an RT kthread;
-//! on older ones (Debian's 6.16 and 6.18 here) the loader gets the same protection by being
-//! real-time itself for the duration of the attach: RT tasks stay in the RT class.
+//! "disabling+all", RCU's kthread runnable in ext for 20 s beside a fair hog. Kernels with
+//! upstream commit b06ccbabe250 ("sched_ext: Fix starvation of scx_enable() under fair-class
+//! saturation") do the enable on an RT kthread; on older ones (Debian's 6.16 and 6.18 here)
+//! the loader gets the same protection by being real-time itself for the duration of the
+//! attach: RT tasks stay in the RT class.
 
 use log::warn;
 use nix::libc;

@@ -119,7 +119,7 @@ pub const STATS: [(&str, &str); NR_STATS] = [
     ),
     (
         "ctx_alloc_fail",
-        "task or cgroup states the BPF side could not allocate (its map was full)",
+        "task or cgroup states the BPF side could not allocate (map full or no memory)",
     ),
 ];
 pub const NR_STATS: usize = 40;

@@ -46,7 +46,8 @@ local_storage_maps() {
 }
 
 # ctx_balance LOG: after a workload, do the BPF side's per-task and per-cgroup states (the
-# last JSON stats line of LOG) match the tasks and cgroups alive? Prints a problem or nothing.
+# last JSON stats line of LOG) match the tasks and cgroups alive? Prints "ok: <counts>" or
+# the problem.
 # Tasks: at most the threads alive plus slack for ones exiting right now (a leak grows with
 # every fork, so a storm leaves thousands over); cgroups: the count of cgroup directories.
 ctx_balance() {
