@@ -53,26 +53,39 @@ pub fn check_all() -> Result<()> {
 mod tests {
     use super::*;
 
-    fn fake(state: Option<&str>, ops: Option<&str>) -> std::path::PathBuf {
+    /// A fake sysfs folder in the temp dir, removed when dropped (tests leave nothing behind).
+    struct FakeSysfs(std::path::PathBuf);
+
+    impl Drop for FakeSysfs {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    impl std::ops::Deref for FakeSysfs {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    fn fake(state: Option<&str>, ops: Option<&str>) -> FakeSysfs {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
             "gmp-preflight-{}-{}",
             std::process::id(),
-            rand_suffix()
+            N.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(dir.join("root")).unwrap();
+        let d = FakeSysfs(dir);
         if let Some(s) = state {
-            std::fs::write(dir.join("state"), s).unwrap();
+            std::fs::write(d.join("state"), s).unwrap();
         }
         if let Some(o) = ops {
-            std::fs::write(dir.join("root/ops"), o).unwrap();
+            std::fs::write(d.join("root/ops"), o).unwrap();
         }
-        dir
-    }
-
-    fn rand_suffix() -> u64 {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static N: AtomicU64 = AtomicU64::new(0);
-        N.fetch_add(1, Ordering::Relaxed)
+        d
     }
 
     #[test]
