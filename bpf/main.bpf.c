@@ -94,10 +94,12 @@ struct cpu_ctx {
 	u8 wake_preempting; /* a wakeup was sent here to preempt the current task */
 	u8 jumps;           /* queue jumps here since a task that waited in order last started */
 	u8 running_interactive; /* the current task is interactive (see interactive()) */
+	u8 stuck_passes;    /* sysmon passes that found this CPU idle with a non-empty local DSQ */
 } __attribute__((aligned(64)));
 
 struct cpu_ctx cpu_ctxs[MAX_CPUS];
 u32 shared_queued[MAX_NODES];     /* shared_dsq lengths at the last sysmon pass */
+u32 busy_procs[MAX_NODES];        /* procs running a task, per node, at the last sysmon pass */
 u64 node_kick_at[MAX_NODES];      /* when wakep last kicked a CPU of the node; 0: none pending */
 u64 sysmon_interval_ns;
 u64 sysmon_next_at;                       /* when the sysmon timer fires next */
@@ -117,6 +119,7 @@ u8 proc_on[MAX_CPUS];
 bool procs_subset;    /* 0: every CPU is a proc */
 u64 procs_gen;
 u64 procs_mask_gen;
+u32 node_procs[MAX_NODES];  /* procs per node, as of the last sync_procs_mask */
 private(GMP) struct bpf_cpumask __kptr *procs_mask;
 
 struct task_ctx {
@@ -403,11 +406,15 @@ static void sync_procs_mask(void)
 	bpf_rcu_read_lock();
 	m = procs_mask;
 	if (m) {
+		bpf_for(i, 0, MAX_NODES)
+			node_procs[i] = 0;
 		bpf_for(i, 0, nr_cpus) {
-			if (proc_on[cpu_idx(i)])
+			if (proc_on[cpu_idx(i)]) {
 				bpf_cpumask_set_cpu(i, m);
-			else
+				node_procs[node_idx(node_of(i))]++;
+			} else {
 				bpf_cpumask_clear_cpu(i, m);
+			}
 		}
 		procs_mask_gen = gen;
 	}
@@ -1107,7 +1114,8 @@ __noinline int steal(s32 cpu, u32 node)
 		nq = scx_bpf_dsq_nr_queued(shared_dsq(n));
 		if (nq <= 0)
 			continue;
-		if ((nq >= (s32)numa_steal_min ||
+		/* A node without procs has nobody else to serve its queue. */
+		if ((nq >= (s32)numa_steal_min || !node_procs[node_idx(n)] ||
 		     head_wait_ns(shared_dsq(n), scx_bpf_now()) >= 2 * slice_ns) &&
 		    scx_bpf_dsq_move_to_local(shared_dsq(n), 0)) {
 			stat_add(ST_DISP_STEAL_REMOTE, 1);
@@ -1128,6 +1136,8 @@ __noinline u32 evict_from(s32 cpu)
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
 	struct task_struct *p;
 
+	u32 to_node = 0;
+
 	if (!cctx)
 		return 0;
 	cctx->steal_moved = 0;
@@ -1140,11 +1150,15 @@ __noinline u32 evict_from(s32 cpu)
 		/* pc is in p->cpus_ptr, so the task may run on a CPU of that node's queue. */
 		if (pc < 0 || !scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, shared_dsq(node_of(pc)), 0))
 			continue;
+		to_node = node_of(pc);
 		if (++cctx->steal_moved >= steal_max)
 			break;
 	}
-	if (cctx->steal_moved)
+	if (cctx->steal_moved) {
 		stat_add(ST_EVICTED, cctx->steal_moved);
+		/* A proc must come for them; sysmon wakes one for any other node they went to. */
+		wakep_any(to_node);
+	}
 	return cctx->steal_moved;
 }
 
@@ -1337,7 +1351,8 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 		vclock = tctx->vtime;
 
 	if (tctx->ready_at) {
-		u64 wait = now - tctx->ready_at;
+		/* Per-CPU clocks: the CPU that made it ready may read a little ahead of this one. */
+		u64 wait = now > tctx->ready_at ? now - tctx->ready_at : 0;
 
 		record_latency(wait);
 		note_wait(cpu, p, wait, 0);
@@ -1476,6 +1491,30 @@ static void note_head_wait(u64 dsq_id, u64 now, s32 slot)
 }
 
 /*
+ * A task in an idle CPU's kernel local DSQ runs as soon as that CPU reschedules, which the
+ * enqueue's IPI asks for. Should that wakeup get lost (seen once a CPU comes online: the
+ * kernel queues its hotplug thread there without calling ops.enqueue), the task would wait
+ * until the watchdog ejects us. So a CPU that sysmon finds with no scx_gmp task running and
+ * a non-empty local DSQ twice in a row gets another kick; SCX_KICK_IDLE makes it a no-op
+ * unless the CPU runs its idle task (a CPU busy in a higher class picks the task when that
+ * class lets go). Normally an idle CPU's local DSQ empties within microseconds of the IPI.
+ */
+static void rescue_local(u32 cpu, struct cpu_ctx *cctx, u64 since)
+{
+	s32 lq = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu);
+
+	if (since || lq <= 0) {
+		cctx->stuck_passes = 0;
+		return;
+	}
+	if (++cctx->stuck_passes < 2)
+		return;
+	cctx->stuck_passes = 0;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	stat_add(ST_KICK_STUCK, 1);
+}
+
+/*
  * sysmon: Go's retake(). Preempt a CPU whose task has run preempt_ns or more while work waits
  * for it (its own queue, or its node's shared queue, one CPU per waiting shared task).
  * Adaptive period: it sleeps until the earliest running task could reach preempt_ns, and
@@ -1505,6 +1544,7 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 			q = 0;
 		budget[node_idx(n)] = q;
 		shared_queued[node_idx(n)] = q;
+		busy_procs[node_idx(n)] = 0;
 		if (q)
 			waiting_any = true;
 		if (q && scan)
@@ -1525,6 +1565,7 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 		if (nq > 0 && scan)
 			note_head_wait(cpu, now, self);
 		since = cctx->running_since;
+		rescue_local(cpu, cctx, since);
 		/* A task that may run on a proc leaves a non-proc at once (set shrank under it). */
 		if (since && cctx->running_misplaced) {
 			cctx->running_misplaced = 0;
@@ -1533,6 +1574,8 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 			stat_add(ST_KICK_PREEMPT, 1);
 			continue;
 		}
+		if (since && is_proc(cpu))
+			busy_procs[node]++;
 		/* Non-procs never serve the shared queues, so only their own queue waits on them. */
 		waits = nq > 0 || (is_proc(cpu) && node < nr_nodes && budget[node] > 0);
 		if (nq > 0)
@@ -1550,6 +1593,19 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 		} else if (limit - ran < next) {
 			next = limit - ran;
 		}
+	}
+
+	/*
+	 * Shared work that no proc will come for: every proc of its node is idle (a wakeup was
+	 * lost, or the tasks were evicted there by a non-proc), or the node has no proc left
+	 * after the set shrank. Wake an idle proc, of that node first; steal() lets a proc take
+	 * a proc-less node's queue at once. This bounds any shared-queue wait by sysmon's period.
+	 */
+	bpf_for(n, 0, nr_nodes) {
+		if (n >= MAX_NODES)
+			break;
+		if (budget[n] > 0 && !busy_procs[n])
+			wakep_any(n);
 	}
 
 	if (sysmon_ns) {

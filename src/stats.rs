@@ -121,8 +121,13 @@ pub const STATS: [(&str, &str); NR_STATS] = [
         "ctx_alloc_fail",
         "task or cgroup states the BPF side could not allocate (map full or no memory)",
     ),
+    (
+        "kick_stuck",
+        "kicks to CPUs running no scx_gmp task while a task sat in their kernel local queue \
+         for two sysmon passes (a lost wakeup if the CPU was idle)",
+    ),
 ];
-pub const NR_STATS: usize = 40;
+pub const NR_STATS: usize = 41;
 pub const NR_LAT_BUCKETS: usize = 100;
 
 /// Index of a counter by name; the names are fixed at compile time.
@@ -373,7 +378,7 @@ impl Report<'_> {
                 "wakeup_head": t("wake_head"),
                 "wakeup_no_jump": t("wake_no_jump"),
             },
-            "kicks": { "idle": t("kick_idle"), "preempt": t("kick_preempt") },
+            "kicks": { "idle": t("kick_idle"), "preempt": t("kick_preempt"), "stuck": t("kick_stuck") },
             "procs_cpus": crate::topo::cpulist(&self.g.procs),
             "numa": {
                 "local": t("numa_local"),
@@ -462,10 +467,14 @@ impl Report<'_> {
         } else {
             String::new()
         };
-        let ctx_fail = match t("ctx_alloc_fail") {
+        let mut rare = match t("ctx_alloc_fail") {
             0 => String::new(),
             n => format!(" CTX_ALLOC_FAIL={n}"),
         };
+        // Rare events, shown only when they happened.
+        if t("kick_stuck") > 0 {
+            rare += &format!(" KICK_STUCK={}", t("kick_stuck"));
+        }
         format!(
             "SCHED {}ms: procs={} idle={} runqueue={} [{}] runnext={} local={} shared={} \
              fair={} steals={}/{} preempt={}+{}+{} kicks={} numa={:.0}% p50={}us p99={}us max={}us \
@@ -490,7 +499,7 @@ impl Report<'_> {
             percentile_us(&d.lat, 0.99),
             max_us(&d.lat),
             w.wait_us / 1000,
-            ctx_fail,
+            rare,
             starving,
         )
     }

@@ -82,13 +82,15 @@ t_f3_hotplug() {
   for c in /sys/devices/system/cpu/cpu[1-9]*/online; do echo 1 > "$c" 2>/dev/null; done
   stop_sched INT
   restarts=$(python3 -c 'import json,sys; print(max([json.loads(l).get("restarts",0) for l in open(sys.argv[1]) if l.startswith("{")] or [0]))' "$LOGS/f3.out")
-  local faults; faults=$(kernel_faults)
-  if [ -n "$bad" ]; then fail f3_hotplug "$bad $(tail -2 "$LOGS/f3.err")"
-  elif [ "$SCHED_RC" -ne 0 ]; then fail f3_hotplug "exit $SCHED_RC: $(tail -2 "$LOGS/f3.err")"
+  local faults stuck; faults=$(kernel_faults)
+  # Kicks sysmon gave idle CPUs whose kernel local DSQ held a task (a lost wakeup).
+  stuck=$(json_sum "$LOGS/f3.out" kicks.stuck)
+  if [ -n "$bad" ]; then fail f3_hotplug "$bad $(tail -2 "$LOGS/f3.err"); stuck-CPU kicks $stuck"
+  elif [ "$SCHED_RC" -ne 0 ]; then fail f3_hotplug "exit $SCHED_RC: $(tail -2 "$LOGS/f3.err"); stuck-CPU kicks $stuck"
   elif [ -n "$faults" ]; then fail f3_hotplug "kernel log: $faults"
   elif [ "$restarts" -lt $((2 * rounds)) ]; then fail f3_hotplug "stats show $restarts restarts, want $((2 * rounds))"
   elif [ -n "$maps" ]; then fail f3_hotplug "the loader holds task/cgroup local-storage maps (ids $maps): freeing them during hotplug can deadlock the kernel"
-  else pass f3_hotplug "$rounds offline/online rounds under stress: $restarts restarts with fresh topology, never an error exit; no local-storage maps"
+  else pass f3_hotplug "$rounds offline/online rounds under stress: $restarts restarts with fresh topology, never an error exit; no local-storage maps; stuck-CPU kicks $stuck"
   fi
 }
 

@@ -94,7 +94,11 @@ t_starve_warn() {
   quiet_max=$(json_series "$LOGS/starve_idle.steady" starvation.longest_wait_us | tr ' ' '\n' | sort -n | tail -1)
   if [ "$SCHED_RC" -ne 0 ]; then fail starve_warn "scheduler exit $SCHED_RC"
   elif [ "$over" -le 0 ] || [ -z "$named" ]; then fail starve_warn "30 hogs on CPU 1: $over over 100 ms, warning naming a hog: '${named:-none}' ($warn)"
-  elif [ "$quiet_over" -ne 0 ] || [ "${quiet_max:-0}" -ge 100000 ]; then fail starve_warn "idle machine: $quiet_over over threshold, longest wait ${quiet_max} us"
+  elif [ "$quiet_over" -ne 0 ] || [ "${quiet_max:-0}" -ge 100000 ]; then
+    # Name the waiters: the loader's warnings, and each interval's longest wait and procs.
+    local who
+    who=$(grep 'starvation warning' "$LOGS/starve_idle.err" | sed 's/.*starvation warning: //' | head -3 | paste -sd ';' -)
+    fail starve_warn "idle machine: $quiet_over over threshold, longest wait ${quiet_max} us; warnings: ${who:-none}; per second longest/comm: $(json_series "$LOGS/starve_idle.steady" starvation.longest_wait_us) / $(json_series "$LOGS/starve_idle.steady" starvation.comm); procs $(json_series "$LOGS/starve_idle.steady" procs)"
   else pass starve_warn "30 hogs on CPU 1: $over waits over 100 ms; $warn; idle: 0 over, longest wait ${quiet_max} us"
   fi
 }
