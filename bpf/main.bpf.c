@@ -100,6 +100,8 @@ struct cpu_ctx {
 struct cpu_ctx cpu_ctxs[MAX_CPUS];
 u32 shared_queued[MAX_NODES];     /* shared_dsq lengths at the last sysmon pass */
 u32 busy_procs[MAX_NODES];        /* procs running a task, per node, at the last sysmon pass */
+u64 saturated_at;                 /* since when every proc has run a task with work waiting; 0: not */
+u64 saturated_ns;                 /* how long that has lasted, as of the last sysmon pass */
 u64 node_kick_at[MAX_NODES];      /* when wakep last kicked a CPU of the node; 0: none pending */
 u64 sysmon_interval_ns;
 u64 sysmon_next_at;                       /* when the sysmon timer fires next */
@@ -1515,6 +1517,31 @@ static void rescue_local(u32 cpu, struct cpu_ctx *cctx, u64 since)
 }
 
 /*
+ * For --procs auto: the loader grows the set as soon as saturated_ns passes its threshold,
+ * rather than at its once-a-second check, so a burst of work does not queue for a second on
+ * a set that shrank while the machine was quiet. A change of the set starts the count over.
+ */
+static void note_saturation(u64 now, bool waiting)
+{
+	u32 n, busy = 0, procs = 0;
+
+	bpf_for(n, 0, nr_nodes) {
+		if (n >= MAX_NODES)
+			break;
+		busy += busy_procs[n];
+		procs += node_procs[n];
+	}
+	if (!waiting || !procs || busy < procs || procs_mask_gen != procs_gen) {
+		saturated_at = 0;
+		saturated_ns = 0;
+		return;
+	}
+	if (!saturated_at)
+		saturated_at = now;
+	saturated_ns = now - saturated_at;
+}
+
+/*
  * sysmon: Go's retake(). Preempt a CPU whose task has run preempt_ns or more while work waits
  * for it (its own queue, or its node's shared queue, one CPU per waiting shared task).
  * Adaptive period: it sleeps until the earliest running task could reach preempt_ns, and
@@ -1594,6 +1621,8 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 			next = limit - ran;
 		}
 	}
+
+	note_saturation(now, waiting_any);
 
 	/*
 	 * Shared work that no proc will come for: every proc of its node is idle (a wakeup was

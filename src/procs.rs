@@ -312,7 +312,8 @@ const SHRINK_BUSY: f64 = 0.7;
 const SHRINK_STREAK: u32 = 3;
 
 /// The `auto` policy. Go's sysmon re-checks GOMAXPROCS; scx_gmp's loader does it once a
-/// second in auto mode, feeding each interval to [`AutoProcs::observe`].
+/// second in auto mode, feeding each interval to [`AutoProcs::observe`], and sooner (as a
+/// fully busy interval) when the BPF sysmon reports 100 ms of saturation.
 ///
 /// - Grow at once when the set is saturated (busy >= 90% of the procs and at least one task
 ///   waiting): latency suffers for every interval work waits. The step is the number of

@@ -46,6 +46,8 @@ impl ProcsState {
 /// How often the loader reads the longest waits and re-checks the procs (Go's sysmon
 /// re-checks GOMAXPROCS about as often).
 const HOUSEKEEPING: Duration = Duration::from_secs(1);
+/// Saturation that makes auto mode grow before the next housekeeping (see fast_grow).
+const FAST_GROW_AFTER: Duration = Duration::from_millis(100);
 
 /// How the kernel names an exit kind (enum scx_exit_kind).
 pub fn exit_kind_name(kind: i32) -> &'static str {
@@ -222,14 +224,34 @@ impl<'a> Scheduler<'a> {
         if self.procs.auto.is_none() || prev.is_empty() || secs <= 0.0 {
             return Ok(());
         }
-        let g = self.gauges();
         let active = &self.procs.order[..self.procs.active];
         let busy: f64 = active
             .iter()
             .map(|&c| self.procs.busy_ns[c].saturating_sub(prev[c]) as f64)
             .sum::<f64>()
             / (secs * 1e9);
-        let waiting = active
+        self.observe_procs(busy, "")
+    }
+
+    /// Auto mode, every loop turn: grow at once when sysmon has seen every proc busy with
+    /// work waiting for FAST_GROW_AFTER (the once-a-second check would leave a burst that
+    /// arrives on a shrunken set queued for up to a second).
+    fn fast_grow(&mut self) -> Result<()> {
+        let saturated_ns = match (&self.procs.auto, self.skel.maps.bss_data.as_ref()) {
+            (Some(_), Some(bss)) => bss.saturated_ns,
+            _ => return Ok(()),
+        };
+        if saturated_ns < FAST_GROW_AFTER.as_nanos() as u64 {
+            return Ok(());
+        }
+        let busy = self.procs.active as f64;
+        self.observe_procs(busy, ", saturated")
+    }
+
+    /// Feed one observation to the auto policy and publish the new set if it changes.
+    fn observe_procs(&mut self, busy: f64, why: &str) -> Result<()> {
+        let g = self.gauges();
+        let waiting = self.procs.order[..self.procs.active]
             .iter()
             .map(|&c| g.local_queued.get(c).copied().unwrap_or(0) as f64)
             .sum::<f64>()
@@ -241,12 +263,16 @@ impl<'a> Scheduler<'a> {
             .and_then(|a| a.observe(busy, waiting));
         if let Some(n) = change {
             info!(
-                "procs {} -> {} (busy {busy:.2} CPUs, {waiting:.0} waiting)",
+                "procs {} -> {} (busy {busy:.2} CPUs, {waiting:.0} waiting{why})",
                 self.procs.active, n
             );
             self.procs.active = self.procs.auto.as_ref().map_or(n, |a| a.current());
             let cpus = self.procs.active_cpus();
             write_procs(&mut self.skel, &self.topo, &cpus)?;
+            if let Some(bss) = self.skel.maps.bss_data.as_mut() {
+                // sysmon starts its count over on the new set; do not act on the old one.
+                bss.saturated_ns = 0;
+            }
         }
         Ok(())
     }
@@ -347,6 +373,7 @@ impl<'a> Scheduler<'a> {
         let mut next_housekeeping = Instant::now();
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
             std::thread::sleep(Duration::from_millis(50));
+            self.fast_grow()?;
             if Instant::now() >= next_housekeeping {
                 let sample = self.sample()?;
                 self.housekeeping(&sample)?;
