@@ -1633,8 +1633,13 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 	bpf_for(n, 0, nr_nodes) {
 		if (n >= MAX_NODES)
 			break;
-		if (budget[n] > 0 && !busy_procs[n])
+		if (budget[n] > 0 && !busy_procs[n]) {
+			/* wakep reads the procs_mask kptr: 6.16 wants an explicit RCU section here
+			 * (see note_head_wait). */
+			bpf_rcu_read_lock();
 			wakep_any(n);
+			bpf_rcu_read_unlock();
+		}
 	}
 
 	if (sysmon_ns) {
