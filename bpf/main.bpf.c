@@ -94,7 +94,7 @@ struct cpu_ctx {
 	u8 wake_preempting; /* a wakeup was sent here to preempt the current task */
 	u8 jumps;           /* queue jumps here since a task that waited in order last started */
 	u8 running_interactive; /* the current task is interactive (see interactive()) */
-	u8 stuck_passes;    /* sysmon passes that found this CPU idle with a non-empty local DSQ */
+	u8 stuck_passes;    /* sysmon passes that found no scx task running here and a non-empty local DSQ */
 } __attribute__((aligned(64)));
 
 struct cpu_ctx cpu_ctxs[MAX_CPUS];
@@ -1137,7 +1137,6 @@ __noinline u32 evict_from(s32 cpu)
 {
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
 	struct task_struct *p;
-
 	u32 to_node = 0;
 
 	if (!cctx)

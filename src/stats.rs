@@ -467,14 +467,15 @@ impl Report<'_> {
         } else {
             String::new()
         };
-        let mut rare = match t("ctx_alloc_fail") {
-            0 => String::new(),
-            n => format!(" CTX_ALLOC_FAIL={n}"),
-        };
         // Rare events, shown only when they happened.
-        if t("kick_stuck") > 0 {
-            rare += &format!(" KICK_STUCK={}", t("kick_stuck"));
-        }
+        let rare: String = [
+            ("ctx_alloc_fail", "CTX_ALLOC_FAIL"),
+            ("kick_stuck", "KICK_STUCK"),
+        ]
+        .iter()
+        .filter(|(name, _)| t(name) > 0)
+        .map(|(name, tag)| format!(" {tag}={}", t(name)))
+        .collect();
         format!(
             "SCHED {}ms: procs={} idle={} runqueue={} [{}] runnext={} local={} shared={} \
              fair={} steals={}/{} preempt={}+{}+{} kicks={} numa={:.0}% p50={}us p99={}us max={}us \
