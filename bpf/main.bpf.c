@@ -3,7 +3,8 @@
  * scx_gmp: Go's GMP run-queue model as a sched_ext scheduler.
  *
  * Every CPU is a Go "P" with a local run queue (cpu_dsq, a user DSQ so that other CPUs can
- * steal from it). Each NUMA node has a shared_dsq, Go's global run queue. A task woken
+ * steal from it). Each NUMA node has a shared_dsq, Go's global run queue, kept in order of
+ * weighted CPU time (vtime) so that weights hold when preemption lands late. A task woken
  * synchronously by the running task goes to the head of the waker's queue (runnext) and
  * inherits the rest of the waker's slice. An idle CPU looks at its own queue, then its node's
  * shared queue, then steals half of another CPU's queue (same LLC, same node, other nodes).
@@ -25,9 +26,12 @@
  *    run on no proc (pinned tasks, per-CPU kthreads) is queued on its own CPU, and a CPU outside
  *    the set still serves its own queue, so no task is stranded. Non-procs never take from the
  *    shared queues and never steal, so nothing that may run on a proc lingers there.
- *  - Weights change only slice lengths (and sysmon's threshold with them), never queue order,
- *    so every guarantee above holds for any weight; slices are clamped to
- *    [SLICE_MIN_NS, SLICE_MAX_MUL * slice_ns].
+ *  - Weights scale slice lengths (and sysmon's threshold with them), clamped to
+ *    [SLICE_MIN_NS, SLICE_MAX_MUL * slice_ns], and the vtime that orders the shared queues
+ *    (CPU time run, times slice_ns / weighted slice). A queued task is passed only by tasks
+ *    with less vtime; each of those gains vtime at >= 1/SLICE_MAX_MUL of the rate it runs,
+ *    and a task that wakes or is new starts at most one slice behind the highest vtime
+ *    started (vclock), so the tasks ahead of any waiter run a bounded time before it does.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -94,7 +98,7 @@ struct cpu_ctx {
 	u8 wake_preempting; /* a wakeup was sent here to preempt the current task */
 	u8 jumps;           /* queue jumps here since a task that waited in order last started */
 	u8 running_interactive; /* the current task is interactive (see interactive()) */
-	u8 stuck_passes;    /* sysmon passes that found no scx task running here and a non-empty local DSQ */
+	u8 stuck_passes;    /* sysmon passes that found no scx task running here and a task in its local DSQ or own queue */
 } __attribute__((aligned(64)));
 
 struct cpu_ctx cpu_ctxs[MAX_CPUS];
@@ -266,6 +270,21 @@ static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
 	u64 key = (u64)p;
 
 	return bpf_map_lookup_elem(&task_ctxs, &key);
+}
+
+/*
+ * Queue @p on @node's shared queue, in vtime order rather than Go's FIFO: preemption lands
+ * late (on a tick, or a vCPU's turn on the host), so the time a turn really runs overshoots
+ * its weighted slice by a roughly fixed amount, which in a FIFO would flatten 3:1 weights
+ * toward 2:1. Ordered by CPU time actually run, weighted, the shares hold whatever the
+ * overshoot. Every insert into a shared queue goes through here or evict_from's vtime move:
+ * a DSQ cannot mix FIFO and vtime order.
+ */
+static __always_inline void shared_insert(struct task_struct *p, struct task_ctx *tctx, u32 node,
+					  u64 enq_flags)
+{
+	scx_bpf_dsq_insert_vtime(p, shared_dsq(node), slice_ns, tctx ? tctx->vtime : vclock,
+				 enq_flags);
 }
 
 /*
@@ -857,7 +876,7 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 
 	if (enq_flags & SCX_ENQ_REENQ) {
 		/* A higher class took the CPU: let another CPU of the node run it. */
-		scx_bpf_dsq_insert(p, shared_dsq(node), slice_ns, enq_flags);
+		shared_insert(p, tctx, node, enq_flags);
 		stat_add(ST_ENQ_REENQ, 1);
 		wakep(node, p->cpus_ptr);
 		return;
@@ -880,7 +899,7 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 		 * Preempted (slice used up, sysmon kick) or yielded: the shared queue's tail, as
 		 * Go does with preempted goroutines, so a long runner lets others go first.
 		 */
-		scx_bpf_dsq_insert(p, shared_dsq(node), slice_ns, enq_flags);
+		shared_insert(p, tctx, node, enq_flags);
 		stat_add(ST_ENQ_PREEMPTED, 1);
 		wakep(node, p->cpus_ptr);
 		return;
@@ -893,7 +912,7 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 		 * DSQ cannot be drained from ops.enqueue (the rq lock is held), so the new task
 		 * alone overflows and thieves rebalance the rest in batches.
 		 */
-		scx_bpf_dsq_insert(p, shared_dsq(node), slice_ns, enq_flags);
+		shared_insert(p, tctx, node, enq_flags);
 		stat_add(ST_ENQ_OVERFLOW, 1);
 		wakep(node, p->cpus_ptr);
 		return;
@@ -1136,6 +1155,7 @@ __noinline int steal(s32 cpu, u32 node)
 __noinline u32 evict_from(s32 cpu)
 {
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	struct task_ctx *tctx;
 	struct task_struct *p;
 	u32 to_node = 0;
 
@@ -1148,8 +1168,13 @@ __noinline u32 evict_from(s32 cpu)
 		if (p->nr_cpus_allowed == 1 || is_migration_disabled(p))
 			continue;
 		pc = proc_for(p);
+		if (pc < 0)
+			continue;
+		/* Shared queues are in vtime order (see shared_insert). */
+		tctx = task_ctx(p);
+		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, tctx ? tctx->vtime : vclock);
 		/* pc is in p->cpus_ptr, so the task may run on a CPU of that node's queue. */
-		if (pc < 0 || !scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, shared_dsq(node_of(pc)), 0))
+		if (!scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, shared_dsq(node_of(pc)), 0))
 			continue;
 		to_node = node_of(pc);
 		if (++cctx->steal_moved >= steal_max)
@@ -1492,19 +1517,23 @@ static void note_head_wait(u64 dsq_id, u64 now, s32 slot)
 }
 
 /*
- * A task in an idle CPU's kernel local DSQ runs as soon as that CPU reschedules, which the
- * enqueue's IPI asks for. Should that wakeup get lost (seen once a CPU comes online: the
- * kernel queues its hotplug thread there without calling ops.enqueue), the task would wait
- * until the watchdog ejects us. So a CPU that sysmon finds with no scx_gmp task running and
- * a non-empty local DSQ twice in a row gets another kick; SCX_KICK_IDLE makes it a no-op
- * unless the CPU runs its idle task (a CPU busy in a higher class picks the task when that
- * class lets go). Normally an idle CPU's local DSQ empties within microseconds of the IPI.
+ * A task queued for an idle CPU runs as soon as that CPU reschedules, which the enqueue's kick
+ * asks for. Two ways that wakeup can be lost: the kernel queues a CPU's hotplug thread in its
+ * local DSQ without calling ops.enqueue (seen as a CPU comes online), and a task inserted into
+ * a CPU's own queue by ops.enqueue lands there only after ops.enqueue returns, so a CPU that
+ * was still busy when enqueue tested its idle bit can go idle before the task arrives. Either
+ * task would wait for the CPU's next interrupt (hundreds of ms on a quiet machine, with no
+ * other proc to steal it) or the watchdog. So a CPU that sysmon finds with no scx_gmp task
+ * running and a task in its local DSQ or its own queue twice in a row gets another kick;
+ * SCX_KICK_IDLE makes it a no-op unless the CPU runs its idle task (a CPU busy in a higher
+ * class picks the task when that class lets go). Normally such a queue empties within
+ * microseconds of the first kick.
  */
-static void rescue_local(u32 cpu, struct cpu_ctx *cctx, u64 since)
+static void rescue_local(u32 cpu, struct cpu_ctx *cctx, u64 since, s32 nq)
 {
 	s32 lq = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu);
 
-	if (since || lq <= 0) {
+	if (since || (lq <= 0 && nq <= 0)) {
 		cctx->stuck_passes = 0;
 		return;
 	}
@@ -1591,7 +1620,7 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 		if (nq > 0 && scan)
 			note_head_wait(cpu, now, self);
 		since = cctx->running_since;
-		rescue_local(cpu, cctx, since);
+		rescue_local(cpu, cctx, since, nq);
 		/* A task that may run on a proc leaves a non-proc at once (set shrank under it). */
 		if (since && cctx->running_misplaced) {
 			cctx->running_misplaced = 0;

@@ -124,7 +124,7 @@ pub const STATS: [(&str, &str); NR_STATS] = [
     (
         "kick_stuck",
         "kicks to CPUs running no scx_gmp task while a task sat in their kernel local queue \
-         for two sysmon passes (a lost wakeup if the CPU was idle)",
+         or their own queue for two sysmon passes (a lost wakeup if the CPU was idle)",
     ),
 ];
 pub const NR_STATS: usize = 41;
