@@ -205,6 +205,19 @@ struct {
 	__type(value, struct sysmon_timer);
 } sysmon_timer SEC(".maps");
 
+/*
+ * The clock for every timestamp here. Timestamps are compared across CPUs (a wait starts on
+ * the waker's CPU and ends on the runner's; sysmon reads every CPU's running_since), so they
+ * come from bpf_ktime_get_ns(), one clock for all CPUs. scx_bpf_now() is a per-CPU cache of
+ * the rq clock with no cross-CPU guarantee: in the VM it read up to ~600 ms behind on waking
+ * CPUs, which showed as 100-600 ms "waits" on an idle machine whose real waits (by ktime)
+ * were under 5 ms.
+ */
+static __always_inline u64 now_ns(void)
+{
+	return bpf_ktime_get_ns();
+}
+
 static __always_inline void stat_add(u32 idx, u64 v)
 {
 	u32 zero = 0;
@@ -592,7 +605,7 @@ static u64 weighted(u64 base, struct task_struct *p, u64 cgf)
  */
 static void wakep(u32 node, const struct cpumask *allowed)
 {
-	u64 now = scx_bpf_now(), last;
+	u64 now = now_ns(), last;
 	struct cpu_ctx *cctx;
 	s32 cpu;
 
@@ -784,7 +797,7 @@ static bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx, s32 cpu
 	if (cctx->jumps < JUMPS_MAX)
 		cctx->jumps++;
 	tctx->jumped = 1;
-	if (cctx->running_interactive && scx_bpf_now() - cctx->burst_base < wakeup_preempt_ns) {
+	if (cctx->running_interactive && now_ns() - cctx->burst_base < wakeup_preempt_ns) {
 		scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags | SCX_ENQ_HEAD);
 		stat_add(ST_WAKE_HEAD, 1);
 		return true;
@@ -1137,7 +1150,7 @@ __noinline int steal(s32 cpu, u32 node)
 			continue;
 		/* A node without procs has nobody else to serve its queue. */
 		if ((nq >= (s32)numa_steal_min || !node_procs[node_idx(n)] ||
-		     head_wait_ns(shared_dsq(n), scx_bpf_now()) >= 2 * slice_ns) &&
+		     head_wait_ns(shared_dsq(n), now_ns()) >= 2 * slice_ns) &&
 		    scx_bpf_dsq_move_to_local(shared_dsq(n), 0)) {
 			stat_add(ST_DISP_STEAL_REMOTE, 1);
 			stat_add(ST_STOLEN_TASKS, 1);
@@ -1275,7 +1288,7 @@ void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
 
 	if (!tctx)
 		return;
-	tctx->ready_at = scx_bpf_now();
+	tctx->ready_at = now_ns();
 	if (numa_on && nr_nodes > 1)
 		tctx->mem_node = mem_node_of(p);
 	/* A sleeper (or a new task) comes back at most one slice behind the busiest. */
@@ -1315,7 +1328,7 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
 	struct task_ctx *tctx = task_ctx(p);
-	u64 now = scx_bpf_now();
+	u64 now = now_ns();
 	s32 node = node_of(cpu);
 
 	bool runnext = false;
@@ -1377,7 +1390,7 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 		vclock = tctx->vtime;
 
 	if (tctx->ready_at) {
-		/* Per-CPU clocks: the CPU that made it ready may read a little ahead of this one. */
+		/* One clock for all CPUs (now_ns); the guard only keeps a racing update from wrapping. */
 		u64 wait = now > tctx->ready_at ? now - tctx->ready_at : 0;
 
 		record_latency(wait);
@@ -1449,7 +1462,7 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
-	u64 now = scx_bpf_now();
+	u64 now = now_ns();
 	struct task_ctx *tctx;
 
 	if (!cctx)
@@ -1577,7 +1590,7 @@ static void note_saturation(u64 now, bool waiting)
  */
 static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 {
-	u64 now = scx_bpf_now(), next = SYSMON_MAX_NS;
+	u64 now = now_ns(), next = SYSMON_MAX_NS;
 	s32 budget[MAX_NODES] = {};
 	bool waiting_any = false, scan = false;
 	s32 self = bpf_get_smp_processor_id();
