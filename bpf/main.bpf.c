@@ -28,10 +28,11 @@
  *    shared queues and never steal, so nothing that may run on a proc lingers there.
  *  - Weights scale slice lengths (and sysmon's threshold with them), clamped to
  *    [SLICE_MIN_NS, SLICE_MAX_MUL * slice_ns], and the vtime that orders the shared queues
- *    (CPU time run, times slice_ns / weighted slice). A queued task is passed only by tasks
- *    with less vtime; each of those gains vtime at >= 1/SLICE_MAX_MUL of the rate it runs,
- *    and a task that wakes or is new starts at most one slice behind the highest vtime
- *    started (vclock), so the tasks ahead of any waiter run a bounded time before it does.
+ *    (CPU time run, times slice_ns / weighted slice). A task joins a shared queue with its
+ *    vtime clamped to [vnow - slice_ns, vnow + SLICE_MAX_MUL * slice_ns], vnow being the
+ *    highest head vtime that queue has had (see shared_insert). So a waiter is passed only by
+ *    tasks at most that window behind it, each of which gains vtime at >= 1/SLICE_MAX_MUL of
+ *    the rate it runs: the tasks ahead of any waiter run a bounded time before it does.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -109,7 +110,7 @@ u64 saturated_ns;                 /* how long that has lasted, as of the last sy
 u64 node_kick_at[MAX_NODES];      /* when wakep last kicked a CPU of the node; 0: none pending */
 u64 sysmon_interval_ns;
 u64 sysmon_next_at;                       /* when the sysmon timer fires next */
-u64 vclock;                               /* the highest vtime of a task that started */
+u64 shared_vnow[MAX_NODES];               /* per shared queue: the highest head vtime seen */
 u64 starve_scan_at;
 struct gmp_wait_rec wait_recs[MAX_CPUS];  /* read and cleared by the loader each interval */
 s64 nr_runnable_total;                    /* runnable scx tasks counted for cgroup weights */
@@ -286,6 +287,37 @@ static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
 }
 
 /*
+ * A task's key in node @n's shared queue: its vtime, clamped to the queue's window. At most
+ * a slice behind vnow: credit from sleeping, or from a new task's zero, is bounded. At most
+ * SLICE_MAX_MUL slices ahead: a task whose vtime ran ahead alone (on a CPU of its own, an
+ * idle node) does not wait for the queue to catch up, yet one turn of the lowest weight still
+ * fits (a turn's vtime is slice_ns plus its overshoot over the weight). The clamped value
+ * becomes the task's vtime, so its accounting continues from where it queues.
+ */
+static __always_inline u64 shared_key(struct task_ctx *tctx, u32 n)
+{
+	u64 vnow = shared_vnow[node_idx(n)], v = tctx ? tctx->vtime : vnow;
+
+	if (v + slice_ns < vnow)
+		v = vnow - slice_ns;
+	else if (v > vnow + SLICE_MAX_MUL * slice_ns)
+		v = vnow + SLICE_MAX_MUL * slice_ns;
+	if (tctx)
+		tctx->vtime = v;
+	return v;
+}
+
+/* The vtime key of the head of @dsq_id (its lowest), or U64_MAX if the queue is empty. */
+static u64 head_key(u64 dsq_id)
+{
+	struct task_struct *p;
+
+	bpf_for_each(scx_dsq, p, dsq_id, 0)
+		return p->scx.dsq_vtime;
+	return (u64)-1;
+}
+
+/*
  * Queue @p on @node's shared queue, in vtime order rather than Go's FIFO: preemption lands
  * late (on a tick, or a vCPU's turn on the host), so the time a turn really runs overshoots
  * its weighted slice by a roughly fixed amount, which in a FIFO would flatten 3:1 weights
@@ -293,11 +325,14 @@ static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
  * overshoot. Every insert into a shared queue goes through here or evict_from's vtime move:
  * a DSQ cannot mix FIFO and vtime order.
  */
-static __always_inline void shared_insert(struct task_struct *p, struct task_ctx *tctx, u32 node,
-					  u64 enq_flags)
+static void shared_insert(struct task_struct *p, struct task_ctx *tctx, u32 node, u64 enq_flags)
 {
-	scx_bpf_dsq_insert_vtime(p, shared_dsq(node), slice_ns, tctx ? tctx->vtime : vclock,
-				 enq_flags);
+	u64 head = head_key(shared_dsq(node));
+	u32 n = node_idx(node);
+
+	if (head != (u64)-1 && head > shared_vnow[n])
+		shared_vnow[n] = head;
+	scx_bpf_dsq_insert_vtime(p, shared_dsq(node), slice_ns, shared_key(tctx, node), enq_flags);
 }
 
 /*
@@ -1185,7 +1220,7 @@ __noinline u32 evict_from(s32 cpu)
 			continue;
 		/* Shared queues are in vtime order (see shared_insert). */
 		tctx = task_ctx(p);
-		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, tctx ? tctx->vtime : vclock);
+		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, shared_key(tctx, node_of(pc)));
 		/* pc is in p->cpus_ptr, so the task may run on a CPU of that node's queue. */
 		if (!scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, shared_dsq(node_of(pc)), 0))
 			continue;
@@ -1291,9 +1326,6 @@ void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
 	tctx->ready_at = now_ns();
 	if (numa_on && nr_nodes > 1)
 		tctx->mem_node = mem_node_of(p);
-	/* A sleeper (or a new task) comes back at most one slice behind the busiest. */
-	if (tctx->vtime + slice_ns < vclock)
-		tctx->vtime = vclock - slice_ns;
 	cg_runnable(p, tctx);
 }
 
@@ -1386,8 +1418,6 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	limit = turn * preempt_ns / slice_ns;
 	cctx->run_limit_ns = limit < SLICE_MIN_NS ? SLICE_MIN_NS : limit;
 	sysmon_rearm(now, cctx->run_limit_ns);
-	if (tctx->vtime > vclock)
-		vclock = tctx->vtime;
 
 	if (tctx->ready_at) {
 		/* One clock for all CPUs (now_ns); the guard only keeps a racing update from wrapping. */
