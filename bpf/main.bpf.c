@@ -3,8 +3,7 @@
  * scx_gmp: Go's GMP run-queue model as a sched_ext scheduler.
  *
  * Every CPU is a Go "P" with a local run queue (cpu_dsq, a user DSQ so that other CPUs can
- * steal from it). Each NUMA node has a shared_dsq, Go's global run queue, kept in order of
- * weighted CPU time (vtime) so that weights hold when preemption lands late. A task woken
+ * steal from it). Each NUMA node has a shared_dsq, Go's global run queue. A task woken
  * synchronously by the running task goes to the head of the waker's queue (runnext) and
  * inherits the rest of the waker's slice. An idle CPU looks at its own queue, then its node's
  * shared queue, then steals half of another CPU's queue (same LLC, same node, other nodes).
@@ -26,13 +25,9 @@
  *    run on no proc (pinned tasks, per-CPU kthreads) is queued on its own CPU, and a CPU outside
  *    the set still serves its own queue, so no task is stranded. Non-procs never take from the
  *    shared queues and never steal, so nothing that may run on a proc lingers there.
- *  - Weights scale slice lengths (and sysmon's threshold with them), clamped to
- *    [SLICE_MIN_NS, SLICE_MAX_MUL * slice_ns], and the vtime that orders the shared queues
- *    (CPU time run, times slice_ns / weighted slice). A task joins a shared queue with its
- *    vtime clamped to [vnow - slice_ns, vnow + SLICE_MAX_MUL * slice_ns], vnow being the
- *    highest head vtime that queue has had (see shared_insert). So a waiter is passed only by
- *    tasks at most that window behind it, each of which gains vtime at >= 1/SLICE_MAX_MUL of
- *    the rate it runs: the tasks ahead of any waiter run a bounded time before it does.
+ *  - Weights change only slice lengths (and sysmon's threshold with them), never queue order,
+ *    so every guarantee above holds for any weight; slices are clamped to
+ *    [SLICE_MIN_NS, SLICE_MAX_MUL * slice_ns].
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -110,7 +105,7 @@ u64 saturated_ns;                 /* how long that has lasted, as of the last sy
 u64 node_kick_at[MAX_NODES];      /* when wakep last kicked a CPU of the node; 0: none pending */
 u64 sysmon_interval_ns;
 u64 sysmon_next_at;                       /* when the sysmon timer fires next */
-u64 shared_vnow[MAX_NODES];               /* per shared queue: the highest head vtime seen */
+u64 vclock;                               /* the highest vtime of a task that started */
 u64 starve_scan_at;
 struct gmp_wait_rec wait_recs[MAX_CPUS];  /* read and cleared by the loader each interval */
 s64 nr_runnable_total;                    /* runnable scx tasks counted for cgroup weights */
@@ -284,55 +279,6 @@ static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
 	u64 key = (u64)p;
 
 	return bpf_map_lookup_elem(&task_ctxs, &key);
-}
-
-/*
- * A task's key in node @n's shared queue: its vtime, clamped to the queue's window. At most
- * a slice behind vnow: credit from sleeping, or from a new task's zero, is bounded. At most
- * SLICE_MAX_MUL slices ahead: a task whose vtime ran ahead alone (on a CPU of its own, an
- * idle node) does not wait for the queue to catch up, yet one turn of the lowest weight still
- * fits (a turn's vtime is slice_ns plus its overshoot over the weight). The clamped value
- * becomes the task's vtime, so its accounting continues from where it queues.
- */
-static __always_inline u64 shared_key(struct task_ctx *tctx, u32 n)
-{
-	u64 vnow = shared_vnow[node_idx(n)], v = tctx ? tctx->vtime : vnow;
-
-	if (v + slice_ns < vnow)
-		v = vnow - slice_ns;
-	else if (v > vnow + SLICE_MAX_MUL * slice_ns)
-		v = vnow + SLICE_MAX_MUL * slice_ns;
-	if (tctx)
-		tctx->vtime = v;
-	return v;
-}
-
-/* The vtime key of the head of @dsq_id (its lowest), or U64_MAX if the queue is empty. */
-static u64 head_key(u64 dsq_id)
-{
-	struct task_struct *p;
-
-	bpf_for_each(scx_dsq, p, dsq_id, 0)
-		return p->scx.dsq_vtime;
-	return (u64)-1;
-}
-
-/*
- * Queue @p on @node's shared queue, in vtime order rather than Go's FIFO: preemption lands
- * late (on a tick, or a vCPU's turn on the host), so the time a turn really runs overshoots
- * its weighted slice by a roughly fixed amount, which in a FIFO would flatten 3:1 weights
- * toward 2:1. Ordered by CPU time actually run, weighted, the shares hold whatever the
- * overshoot. Every insert into a shared queue goes through here or evict_from's vtime move:
- * a DSQ cannot mix FIFO and vtime order.
- */
-static void shared_insert(struct task_struct *p, struct task_ctx *tctx, u32 node, u64 enq_flags)
-{
-	u64 head = head_key(shared_dsq(node));
-	u32 n = node_idx(node);
-
-	if (head != (u64)-1 && head > shared_vnow[n])
-		shared_vnow[n] = head;
-	scx_bpf_dsq_insert_vtime(p, shared_dsq(node), slice_ns, shared_key(tctx, node), enq_flags);
 }
 
 /*
@@ -924,7 +870,7 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 
 	if (enq_flags & SCX_ENQ_REENQ) {
 		/* A higher class took the CPU: let another CPU of the node run it. */
-		shared_insert(p, tctx, node, enq_flags);
+		scx_bpf_dsq_insert(p, shared_dsq(node), slice_ns, enq_flags);
 		stat_add(ST_ENQ_REENQ, 1);
 		wakep(node, p->cpus_ptr);
 		return;
@@ -947,7 +893,7 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 		 * Preempted (slice used up, sysmon kick) or yielded: the shared queue's tail, as
 		 * Go does with preempted goroutines, so a long runner lets others go first.
 		 */
-		shared_insert(p, tctx, node, enq_flags);
+		scx_bpf_dsq_insert(p, shared_dsq(node), slice_ns, enq_flags);
 		stat_add(ST_ENQ_PREEMPTED, 1);
 		wakep(node, p->cpus_ptr);
 		return;
@@ -960,7 +906,7 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 		 * DSQ cannot be drained from ops.enqueue (the rq lock is held), so the new task
 		 * alone overflows and thieves rebalance the rest in batches.
 		 */
-		shared_insert(p, tctx, node, enq_flags);
+		scx_bpf_dsq_insert(p, shared_dsq(node), slice_ns, enq_flags);
 		stat_add(ST_ENQ_OVERFLOW, 1);
 		wakep(node, p->cpus_ptr);
 		return;
@@ -1203,7 +1149,6 @@ __noinline int steal(s32 cpu, u32 node)
 __noinline u32 evict_from(s32 cpu)
 {
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
-	struct task_ctx *tctx;
 	struct task_struct *p;
 	u32 to_node = 0;
 
@@ -1216,13 +1161,8 @@ __noinline u32 evict_from(s32 cpu)
 		if (p->nr_cpus_allowed == 1 || is_migration_disabled(p))
 			continue;
 		pc = proc_for(p);
-		if (pc < 0)
-			continue;
-		/* Shared queues are in vtime order (see shared_insert). */
-		tctx = task_ctx(p);
-		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, shared_key(tctx, node_of(pc)));
 		/* pc is in p->cpus_ptr, so the task may run on a CPU of that node's queue. */
-		if (!scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, shared_dsq(node_of(pc)), 0))
+		if (pc < 0 || !scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, shared_dsq(node_of(pc)), 0))
 			continue;
 		to_node = node_of(pc);
 		if (++cctx->steal_moved >= steal_max)
@@ -1326,6 +1266,9 @@ void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
 	tctx->ready_at = now_ns();
 	if (numa_on && nr_nodes > 1)
 		tctx->mem_node = mem_node_of(p);
+	/* A sleeper (or a new task) comes back at most one slice behind the busiest. */
+	if (tctx->vtime + slice_ns < vclock)
+		tctx->vtime = vclock - slice_ns;
 	cg_runnable(p, tctx);
 }
 
@@ -1424,13 +1367,16 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	 * others wait here, paying a turn of its debt. Otherwise a low-weight pinned task runs at
 	 * least the preemption latency every round (nice 0 : nice 10 ran 3.7:1, not 9.3:1, in one
 	 * slow VM run). The debt is capped at 4 turns, so at most 4 turns in a row are given back.
-	 * Unpinned tasks wait in the shared queues, whose vtime order settles overruns.
+	 * Unpinned tasks are left to the per-turn payback (see the README on weights).
 	 */
 	if (p->nr_cpus_allowed == 1 && !tctx->turn_ran && tctx->debt_ns >= (s64)tctx->wslice &&
 	    scx_bpf_dsq_nr_queued(cpu) > 0) {
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		stat_add(ST_KICK_PREEMPT, 1);
 	}
+
+	if (tctx->vtime > vclock)
+		vclock = tctx->vtime;
 
 	if (tctx->ready_at) {
 		/* One clock for all CPUs (now_ns); the guard only keeps a racing update from wrapping. */
