@@ -111,10 +111,12 @@ if [ ! -f "$KDIR/vmlinuz" ]; then
   apt-get "${APTOPTS[@]}" update -qq
   tmp=$(mktemp -d)
   # 7.x kernels come split: linux-image-* is a metapackage over linux-binary-* (the image)
-  # and linux-modules-*; fetch whichever of them exist.
+  # and linux-modules-*; fetch whichever of them can be downloaded. A name that is only
+  # mentioned (6.18's linux-base-KVER is a virtual name in a Breaks line) has no candidate.
   pkgs=()
   for p in "linux-image-$KVER" "linux-binary-$KVER" "linux-modules-$KVER" "linux-base-$KVER"; do
-    apt-cache "${APTOPTS[@]}" show "$p" >/dev/null 2>&1 && pkgs+=("$p")
+    cand=$(apt-cache "${APTOPTS[@]}" policy "$p" 2>/dev/null | awk '/Candidate:/ {print $2; exit}')
+    [ -n "$cand" ] && [ "$cand" != "(none)" ] && pkgs+=("$p")
   done
   [ ${#pkgs[@]} -gt 0 ] || { echo "setup.sh: no package for kernel $KVER in trixie(-backports)" >&2; exit 1; }
   ( cd "$tmp" && apt-get "${APTOPTS[@]}" download "${pkgs[@]}" )
