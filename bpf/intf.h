@@ -65,6 +65,7 @@ enum gmp_stat {
 	ST_WAKE_NO_JUMP,     /* interactive wakeups queued in order: the CPU's queue jumps were spent */
 	ST_CTX_ALLOC_FAIL,   /* task or cgroup states not allocated (map full, no memory): see task_ctxs */
 	ST_KICK_STUCK,       /* sysmon kicks (SCX_KICK_IDLE) to CPUs running no scx task whose local DSQ held one two passes running */
+	ST_TURN_GIVEN_BACK,  /* turns given back at once by a pinned task that owed a whole turn (deficit round robin) */
 	GMP_NR_STATS,
 };
 

@@ -126,8 +126,13 @@ pub const STATS: [(&str, &str); NR_STATS] = [
         "kicks to CPUs running no scx_gmp task while a task sat in their kernel local queue \
          or their own queue for two sysmon passes (a lost wakeup if the CPU was idle)",
     ),
+    (
+        "turn_given_back",
+        "turns given back at once by a pinned task that owed a whole turn from late preemptions \
+         (deficit round robin)",
+    ),
 ];
-pub const NR_STATS: usize = 41;
+pub const NR_STATS: usize = 42;
 pub const NR_LAT_BUCKETS: usize = 100;
 
 /// Index of a counter by name; the names are fixed at compile time.
@@ -377,6 +382,7 @@ impl Report<'_> {
                 "wakeup": t("preempt_wakeup"),
                 "wakeup_head": t("wake_head"),
                 "wakeup_no_jump": t("wake_no_jump"),
+                "given_back": t("turn_given_back"),
             },
             "kicks": { "idle": t("kick_idle"), "preempt": t("kick_preempt"), "stuck": t("kick_stuck") },
             "procs_cpus": crate::topo::cpulist(&self.g.procs),

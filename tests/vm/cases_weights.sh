@@ -17,16 +17,18 @@ nice_ratio() {
 # and printing "ratio ticks_a ticks_b") under EEVDF for 8 s, then under scx_gmp for SECS;
 # pass if the scx_gmp ratio is within LO..HI.
 ratio_case() {
-  local name=$1 label=$2 measure=$3 secs=$4 lo=$5 hi=$6 eevdf gmp r; shift 6
+  local name=$1 label=$2 measure=$3 secs=$4 lo=$5 hi=$6 eevdf gmp r gb; shift 6
   eevdf=$($measure 8)
   start_sched "$name" "$@" || { fail "$name" "did not load"; return; }
   gmp=$($measure "$secs")
   stop_sched INT
   r=${gmp%% *}
+  # Turns given back by the deficit round robin: how often late preemption had to be repaid.
+  gb=$(json_sum "$LOGS/$name.out" preempt.given_back)
   if [ "$SCHED_RC" -ne 0 ]; then fail "$name" "scheduler exit $SCHED_RC"
   elif awk -v r="$r" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(r < lo || r > hi) }'; then
-    fail "$name" "$label got $r:1 (ticks ${gmp#* }; want $lo..$hi; EEVDF ${eevdf%% *}:1)"
-  else pass "$name" "$label: scx_gmp $r:1 (ticks ${gmp#* }), EEVDF ${eevdf%% *}:1 (ticks ${eevdf#* })"
+    fail "$name" "$label got $r:1 (ticks ${gmp#* }; want $lo..$hi; EEVDF ${eevdf%% *}:1; $gb turns given back)"
+  else pass "$name" "$label: scx_gmp $r:1 (ticks ${gmp#* }, $gb turns given back), EEVDF ${eevdf%% *}:1 (ticks ${eevdf#* })"
   fi
 }
 
