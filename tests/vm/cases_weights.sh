@@ -57,7 +57,7 @@ cgroup_ratio() {
 
 t_cgroup_weight() {
   grep -q cpu /sys/fs/cgroup/cgroup.controllers || { fail cgroup_weight "no cpu controller"; return; }
-  ratio_case cgroup_weight "cpu.weight 300 : 100 with $NCPU hogs each" cgroup_ratio 12 2 4 --stats 1 --json
+  ratio_case cgroup_weight "cpu.weight 300 : 100 with $NCPU hogs each" cgroup_ratio 12 2.5 3.6 --stats 1 --json
 }
 
 # --no-cgroup-weights: the same cgroups share equally (the flag really turns it off).
