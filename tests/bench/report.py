@@ -91,9 +91,11 @@ def main():
     cols = ", ".join(f"'' u {i + 2}:xtic(1) t '{o}'" if i else f"'{out}/ratios.dat' u {i + 2}:xtic(1) t '{o}'"
                      for i, o in enumerate(others))
     with open(f"{out}/ratios.gp", "w") as f:
-        f.write(f"""set terminal pngcairo size 1100,520 font ',10'
+        # noenhanced: names such as scx_gmp and p99_us are not gnuplot subscripts. The title
+        # is two lines so that the layout fits the chart's width.
+        f.write(f"""set terminal pngcairo size 1100,560 font ',10' noenhanced
 set output '{out}/bench.png'
-set title 'Ratio to EEVDF (median of rounds; {layout}) - below 1 is better for times/latency, above 1 for throughput/fairness'
+set title "Ratio to EEVDF, median of rounds: below 1 is better for times and latency, above 1 for throughput and fairness\\n{layout}"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
