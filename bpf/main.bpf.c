@@ -1102,12 +1102,10 @@ __noinline int shared_pick(s32 cpu, u32 node)
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		struct task_ctx *tctx = task_ctx(p);
 
+		/* The head has waited long enough (or is unknown): FIFO (pick_pid stays -1). */
 		if (!cctx->pick_seen && (!tctx || !tctx->ready_at ||
-		    now - tctx->ready_at >= SHARED_PICK_WAIT_SLICES * slice_ns)) {
-			/* The head has waited long enough (or is unknown): FIFO. */
-			cctx->pick_pid = -1;
+		    now - tctx->ready_at >= SHARED_PICK_WAIT_SLICES * slice_ns))
 			break;
-		}
 		if (++cctx->pick_seen > SHARED_PICK_WINDOW)
 			break;
 		if (!tctx || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || is_migration_disabled(p))
