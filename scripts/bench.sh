@@ -5,13 +5,16 @@
 # chart of the ratios to EEVDF, and puts the table and chart in the README.
 #
 #   scripts/bench.sh [--rounds N] [--duration S] [--cpus N] [--nodes M] [--kernel VER]
-#                    [--sched NAME=/path/to/scheduler] [--gmp-flags "FLAGS"] [--no-readme]
+#                    [--sched NAME=/path/to/scheduler] [--gmp-flags "FLAGS"] [--hpet] [--no-readme]
+#
+# Under emulation the guest keeps the TSC clocksource (vm.sh --tsc); --hpet leaves it on the
+# HPET the guest kernel falls back to, where every clock read is an emulated MMIO access.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 
 ROUNDS=3; DUR=15; CPUS=4; NODES=2; KVER=${GMP_KERNEL:-6.18.15+deb13-amd64}
-EXTRA=(); GMP_FLAGS=""; README=1
+EXTRA=(); GMP_FLAGS=""; README=1; CLOCK=(--tsc)
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -21,8 +24,9 @@ while [ $# -gt 0 ]; do
     --kernel) KVER=$2; shift 2 ;;
     --sched) EXTRA+=("$2"); shift 2 ;;
     --gmp-flags) GMP_FLAGS=$2; shift 2 ;;
+    --hpet) CLOCK=(); shift ;;
     --no-readme) README=0; shift ;;
-    -h|--help) sed -n 2,9p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -44,10 +48,13 @@ cargo build --release
 stamp=$(date -u +%Y-%m-%dT%H%MZ)
 OUT=$REPO/target/bench-results/$stamp
 mkdir -p "$OUT"
-layout="$CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $(grep -q -E '^(kvm_intel|kvm_amd) ' /proc/modules && echo KVM || echo 'qemu software emulation'), $ROUNDS rounds, $stamp"
+if grep -q -E '^(kvm_intel|kvm_amd) ' /proc/modules; then accel=KVM
+elif [ ${#CLOCK[@]} -gt 0 ]; then accel="qemu software emulation, TSC clocksource"
+else accel="qemu software emulation, HPET clocksource"; fi
+layout="$CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $accel, $ROUNDS rounds, $stamp"
 SCHEDS=(eevdf "scx_gmp=$REPO/target/release/scx_gmp $GMP_FLAGS" "${EXTRA[@]}")
 echo "[bench] $layout"
-BENCH_DUR=$DUR timeout 7200 scripts/vm.sh --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
+BENCH_DUR=$DUR timeout 7200 scripts/vm.sh "${CLOCK[@]}" --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
   --results "$OUT" -- env BENCH_DUR="$DUR" "$REPO/tests/bench/guest.sh" "$OUT" "$ROUNDS" "${SCHEDS[@]}" || true
 [ -f "$OUT/complete" ] || { echo "bench.sh: the guest did not finish; see $OUT/bench.log" >&2; exit 1; }
 

@@ -3,16 +3,22 @@
 # filesystem is shared into the guest read-only, so host binaries run there as they are;
 # RESULTS (a host folder) is writable in the guest and is how results come back.
 #
-#   scripts/vm.sh [--kernel VER] [--cpus N] [--nodes M] [--memory MB] [--results DIR] [--verbose] -- CMD...
+#   scripts/vm.sh [--kernel VER] [--cpus N] [--nodes M] [--memory MB] [--results DIR] [--tsc]
+#                 [--verbose] -- CMD...
 #
 # Defaults: 4 CPUs in 2 NUMA nodes (one socket per node, which keeps the guest's topology
 # sane), 2048 MB. Uses KVM when the host's KVM can boot a stock kernel (kvm_intel/kvm_amd),
 # qemu's software emulation otherwise.
+#
+# --tsc: under emulation the guest kernel finds the vCPUs' TSCs unsynchronized and falls back
+# to the HPET, so every clock read (ktime_get, bpf_ktime_get_ns) becomes an emulated MMIO
+# access that serializes the vCPUs in qemu. tsc=reliable keeps the TSC clocksource, as on
+# hardware (qemu derives every vCPU's TSC from the host's). The benchmarks use it.
 set -euo pipefail
 
 CACHE=${GMP_CACHE:-/opt/scx_gmp}
 KVER=${GMP_KERNEL:-6.18.15+deb13-amd64}
-CPUS=4; NODES=2; MEM=2048; RESULTS=""; VERBOSE=()
+CPUS=4; NODES=2; MEM=2048; RESULTS=""; VERBOSE=(); TSC=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernel) KVER=$2; shift 2 ;;
@@ -20,6 +26,7 @@ while [ $# -gt 0 ]; do
     --nodes) NODES=$2; shift 2 ;;
     --memory) MEM=$2; shift 2 ;;
     --results) RESULTS=$2; shift 2 ;;
+    --tsc) TSC=1; shift ;;
     --verbose) VERBOSE=(-v); shift ;;
     --) shift; break ;;
     *) echo "vm.sh: unknown argument: $1" >&2; exit 2 ;;
@@ -50,6 +57,9 @@ if [ "$NODES" -gt 1 ]; then
 fi
 QOPTS="-smp $CPUS,sockets=$NODES,cores=$per,threads=1"
 
+APPEND=()
+[ "$TSC" = 1 ] && [ "$EMULATED" = 1 ] && APPEND=(--append tsc=reliable)
+
 RW=()
 [ -n "$RESULTS" ] && { mkdir -p "$RESULTS"; RW=(--rwdir "$RESULTS"); }
 
@@ -60,4 +70,4 @@ prelude="export GMP_EMULATED=$EMULATED; mount -t tmpfs -o size=16m tmpfs /boot &
 # The command runs through bash -c inside the guest; quote it once here.
 cmd="$prelude $(printf '%q ' "$@")"
 exec "$VNG" -r "$VMLINUZ" "${ACCEL[@]}" --cpus "$CPUS" --memory "${MEM}M" \
-  --qemu-opts "$QOPTS" "${NUMA[@]}" "${RW[@]}" "${VERBOSE[@]}" --exec "$cmd"
+  --qemu-opts "$QOPTS" "${NUMA[@]}" "${RW[@]}" "${APPEND[@]}" "${VERBOSE[@]}" --exec "$cmd"

@@ -164,7 +164,7 @@ EOF
 }
 
 WORKLOADS=(cyclictest hackbench pipe stress fair numa overhead)
-log "bench: $N CPUs, nodes $(cat /sys/devices/system/node/online), kernel $(uname -r), rounds $ROUNDS, scheds: ${SCHEDS[*]}"
+log "bench: $N CPUs, nodes $(cat /sys/devices/system/node/online), kernel $(uname -r), clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource), rounds $ROUNDS, scheds: ${SCHEDS[*]}"
 for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
   k=${#SCHEDS[@]}
   for ((j = 0; j < k; j++)); do
