@@ -44,6 +44,28 @@ pub fn check_root() -> Result<()> {
     Ok(())
 }
 
+/// Where the kernel names the clocksource in use.
+pub const CLOCKSOURCE: &str = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
+
+/// A warning when the clocksource is one whose every read is slow (an I/O or MMIO access, not
+/// a CPU register): the scheduler reads the clock a few times per context switch. Guests
+/// whose kernel marks the TSC unstable fall back to these (the benchmark VM did, see
+/// scripts/vm.sh --tsc).
+pub fn slow_clock(path: &Path) -> Option<String> {
+    let name = std::fs::read_to_string(path).ok()?;
+    let name = name.trim();
+    matches!(
+        name,
+        "hpet" | "acpi_pm" | "jiffies" | "refined-jiffies" | "pit"
+    )
+    .then(|| {
+        format!(
+            "the clocksource is {name}: each clock read is an I/O access, and scx_gmp reads the \
+             clock a few times per context switch (a TSC clocksource avoids this)"
+        )
+    })
+}
+
 pub fn check_all() -> Result<()> {
     check_root()?;
     check_kernel(Path::new(SCX_SYSFS))
@@ -106,6 +128,19 @@ mod tests {
         let d = fake(Some("enabled\n"), Some("bpfland_1.0.0\n"));
         let e = check_kernel(&d).unwrap_err().to_string();
         assert!(e.contains("bpfland_1.0.0"), "{e}");
+    }
+
+    #[test]
+    fn slow_clocksources_are_named_fast_ones_pass() {
+        let d = fake(None, None);
+        let f = d.join("current_clocksource");
+        std::fs::write(&f, "hpet\n").unwrap();
+        assert!(slow_clock(&f).unwrap().contains("hpet"));
+        std::fs::write(&f, "tsc\n").unwrap();
+        assert_eq!(slow_clock(&f), None);
+        std::fs::write(&f, "kvm-clock\n").unwrap();
+        assert_eq!(slow_clock(&f), None);
+        assert_eq!(slow_clock(&d.join("absent")), None);
     }
 
     #[test]
