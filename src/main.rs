@@ -96,9 +96,6 @@ fn run(opts: cli::Opts) -> Result<()> {
     }
 
     preflight::check_all()?;
-    if let Some(w) = preflight::slow_clock(std::path::Path::new(preflight::CLOCKSOURCE)) {
-        warn!("{w}");
-    }
     // The OOM killer should pick anything but the scheduler's loader under memory pressure.
     if let Err(e) = std::fs::write("/proc/self/oom_score_adj", "-1000") {
         warn!("could not protect the loader from the OOM killer: {e}");

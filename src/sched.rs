@@ -182,6 +182,13 @@ impl<'a> Scheduler<'a> {
             opts.fair_tick,
             if opts.no_runnext { "off" } else { "on" }
         );
+        // Only once loaded, so that bad input still gets its one error line.
+        if restarts == 0 {
+            let clock = std::path::Path::new(crate::preflight::CLOCKSOURCE);
+            if let Some(w) = crate::preflight::slow_clock(clock) {
+                warn!("{w}");
+            }
+        }
         Ok(Self {
             skel,
             link: Some(link),
