@@ -10,7 +10,7 @@
 # sane), 2048 MB. Uses KVM when the host's KVM can boot a stock kernel (kvm_intel/kvm_amd),
 # qemu's software emulation otherwise.
 #
-# --tsc: under emulation the guest kernel finds the vCPUs' TSCs unsynchronized and falls back
+# --tsc (or GMP_TSC=1): under emulation the guest kernel finds the vCPUs' TSCs unsynchronized and falls back
 # to the HPET, so every clock read (ktime_get, bpf_ktime_get_ns) becomes an emulated MMIO
 # access that serializes the vCPUs in qemu. tsc=reliable keeps the TSC clocksource, as on
 # hardware (qemu derives every vCPU's TSC from the host's). The benchmarks use it.
@@ -18,7 +18,7 @@ set -euo pipefail
 
 CACHE=${GMP_CACHE:-/opt/scx_gmp}
 KVER=${GMP_KERNEL:-6.18.15+deb13-amd64}
-CPUS=4; NODES=2; MEM=2048; RESULTS=""; VERBOSE=(); TSC=0
+CPUS=4; NODES=2; MEM=2048; RESULTS=""; VERBOSE=(); TSC=${GMP_TSC:-0}
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernel) KVER=$2; shift 2 ;;
