@@ -10,10 +10,11 @@
 # sane), 2048 MB. Uses KVM when the host's KVM can boot a stock kernel (kvm_intel/kvm_amd),
 # qemu's software emulation otherwise.
 #
-# --tsc (or GMP_TSC=1): under emulation the guest kernel finds the vCPUs' TSCs unsynchronized and falls back
-# to the HPET, so every clock read (ktime_get, bpf_ktime_get_ns) becomes an emulated MMIO
-# access that serializes the vCPUs in qemu. tsc=reliable keeps the TSC clocksource, as on
-# hardware (qemu derives every vCPU's TSC from the host's). The benchmarks use it.
+# --tsc (or GMP_TSC=1): under emulation the guest kernel finds the vCPUs' TSCs unsynchronized
+# and falls back to the HPET, so every clock read (ktime_get, bpf_ktime_get_ns) becomes an
+# emulated MMIO access that serializes the vCPUs in qemu. tsc=reliable keeps the TSC
+# clocksource, as on hardware (in such a guest, 16 million cross-CPU ordered reads of
+# CLOCK_MONOTONIC never went back). The benchmarks use it.
 set -euo pipefail
 
 CACHE=${GMP_CACHE:-/opt/scx_gmp}
