@@ -48,15 +48,15 @@ cargo build --release
 stamp=$(date -u +%Y-%m-%dT%H%MZ)
 OUT=$REPO/target/bench-results/$stamp
 mkdir -p "$OUT"
-if grep -q -E '^(kvm_intel|kvm_amd) ' /proc/modules; then accel=KVM
-elif [ ${#CLOCK[@]} -gt 0 ]; then accel="qemu software emulation, TSC clocksource"
-else accel="qemu software emulation, HPET clocksource"; fi
-layout="$CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $accel, $ROUNDS rounds, $stamp"
+accel=$(grep -q -E '^(kvm_intel|kvm_amd) ' /proc/modules && echo KVM || echo 'qemu software emulation')
 SCHEDS=(eevdf "scx_gmp=$REPO/target/release/scx_gmp $GMP_FLAGS" "${EXTRA[@]}")
-echo "[bench] $layout"
+echo "[bench] $CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $accel, $ROUNDS rounds, $stamp"
 BENCH_DUR=$DUR timeout 7200 scripts/vm.sh "${CLOCK[@]}" --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
   --results "$OUT" -- env BENCH_DUR="$DUR" "$REPO/tests/bench/guest.sh" "$OUT" "$ROUNDS" "${SCHEDS[@]}" || true
 [ -f "$OUT/complete" ] || { echo "bench.sh: the guest did not finish; see $OUT/bench.log" >&2; exit 1; }
+# The clocksource the guest actually ran on, as its log recorded it (not the flag passed).
+clock=$(sed -n 's/.*, clocksource \([^,]*\), rounds .*/\1/p' "$OUT/bench.log" | head -1)
+layout="$CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $accel, clocksource ${clock:-unknown}, $ROUNDS rounds, $stamp"
 
 python3 tests/bench/report.py "$OUT/raw.csv" "$OUT" "$layout"
 gnuplot "$OUT/ratios.gp"
