@@ -7,7 +7,8 @@
  * synchronously by the running task goes to the head of the waker's queue (runnext) and
  * inherits the rest of the waker's slice. An idle CPU looks at its own queue, then its node's
  * shared queue, then steals half of another CPU's queue (same LLC, same node, other nodes).
- * A BPF timer (sysmon) preempts tasks that ran past preempt_ns while others wait.
+ * A BPF timer (sysmon) preempts tasks that ran past preempt_ns while others wait; where the
+ * slice ends first, the tick ends the turn and sysmon is the backstop a tick later.
  *
  * Invariants that keep it safe:
  *  - A task is inserted into cpu_dsq[c] only if it may run on c (checked against
@@ -62,6 +63,9 @@ const volatile u32 node_rep_cpu[MAX_NODES];  /* one online CPU per node: a place
 const volatile bool cgroup_weights_on = true;
 const volatile u64 starve_warn_ns = 500000000ULL;
 
+/* The kernel's tick rate (libbpf reads it from the kernel config); 0 if the config is missing. */
+extern unsigned int CONFIG_HZ __kconfig __weak;
+
 #define SYSMON_MIN_NS (20 * 1000ULL)
 #define SYSMON_MAX_NS (10 * 1000 * 1000ULL)
 #define RUNNEXT_MIN_NS (20 * 1000ULL)   /* below this, a wakeup is not worth a runnext slot */
@@ -98,7 +102,7 @@ struct cpu_ctx {
 	u32 steal_moved;    /* scratch: tasks moved by the steal in progress */
 	u32 pick_seen;      /* scratch: shared-queue entries looked at by shared_pick */
 	s32 pick_pid;       /* scratch: the entry shared_pick chose; -1: none */
-	u64 run_limit_ns;   /* sysmon preempts the current task after this (weighted preempt_ns) */
+	u64 run_limit_ns;   /* sysmon preempts the current task after this (see sysmon_deadline) */
 	u8 kicked;          /* woken by wakep and not yet dispatching */
 	u8 sysmon_kicked;   /* the current task was preempted by sysmon */
 	u8 running_misplaced; /* a task that may run on a proc is running on a non-proc */
@@ -1357,6 +1361,31 @@ void BPF_STRUCT_OPS(gmp_quiescent, struct task_struct *p, u64 deq_flags)
  * A task with a short weighted limit started: make sure sysmon looks at it in time, or a
  * low-weight task would run on to the next tick (4 ms at HZ=250) and its share would grow.
  */
+/* One scheduler tick; 4 ms (HZ=250, Debian's and Ubuntu's) when the config is unknown. */
+static __always_inline u64 tick_ns(void)
+{
+	return CONFIG_HZ ? 1000000000ULL / CONFIG_HZ : 4000000ULL;
+}
+
+/*
+ * When sysmon preempts a run whose slice is @slice and whose preemption limit is @limit. A
+ * limit inside the slice is sysmon's alone. Otherwise the slice runs out first and the CPU's
+ * own tick ends the turn at its next tick, locally; a sysmon kick then would be a cross-CPU
+ * IPI that takes the target's rq lock to do the same a little earlier (under emulation each
+ * cost about a millisecond of guest kernel time: stress-ng lost 5-15%). So sysmon waits one
+ * tick past the slice, as the backstop for a tick that does not come. The overrun (up to a
+ * tick) is paid back from the next turn (settle_debt), which works while it is at most half a
+ * turn; shorter slices (low weights) keep sysmon's exact deadline.
+ */
+static __always_inline u64 sysmon_deadline(u64 limit, u64 slice)
+{
+	u64 tick = tick_ns(), backstop = slice + tick;
+
+	if (limit < slice || slice < 2 * tick)
+		return limit;
+	return limit > backstop ? limit : backstop;
+}
+
 static void sysmon_rearm(u64 now, u64 limit)
 {
 	struct sysmon_timer *st;
@@ -1405,8 +1434,10 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 		cctx->jumps = 0;
 	cctx->running_interactive = tctx && interactive(tctx);
 	if (!tctx) {
-		cctx->run_limit_ns = weighted(preempt_ns, p, cgf);
-		scx_bpf_task_set_slice(p, weighted(slice_ns, p, cgf));
+		u64 slice = weighted(slice_ns, p, cgf);
+
+		cctx->run_limit_ns = sysmon_deadline(weighted(preempt_ns, p, cgf), slice);
+		scx_bpf_task_set_slice(p, slice);
 		return;
 	}
 	tctx->jumped = 0;
@@ -1432,7 +1463,10 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	if (!runnext || p->scx.slice > turn)
 		scx_bpf_task_set_slice(p, turn);
 	limit = turn * preempt_ns / slice_ns;
-	cctx->run_limit_ns = limit < SLICE_MIN_NS ? SLICE_MIN_NS : limit;
+	if (limit < SLICE_MIN_NS)
+		limit = SLICE_MIN_NS;
+	/* The slice in force: turn, or the shorter one a runnext task inherited. */
+	cctx->run_limit_ns = sysmon_deadline(limit, p->scx.slice < turn ? p->scx.slice : turn);
 	sysmon_rearm(now, cctx->run_limit_ns);
 	/*
 	 * Deficit round robin for pinned tasks, whose per-CPU queue is FIFO: a task that owes a
@@ -1647,9 +1681,10 @@ static void note_saturation(u64 now, bool waiting)
 }
 
 /*
- * sysmon: Go's retake(). Preempt a CPU whose task has run preempt_ns or more while work waits
- * for it (its own queue, or its node's shared queue, one CPU per waiting shared task).
- * Adaptive period: it sleeps until the earliest running task could reach preempt_ns, and
+ * sysmon: Go's retake(). Preempt a CPU whose task has run past its deadline (preempt_ns, or a
+ * tick past the slice: sysmon_deadline) while work waits for it (its own queue, or its node's
+ * shared queue, one CPU per waiting shared task).
+ * Adaptive period: it sleeps until the earliest running task could reach its deadline, and
  * doubles its sleep up to 10 ms while nothing waits.
  */
 static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)

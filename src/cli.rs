@@ -20,7 +20,8 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     pub slice_us: u64,
 
-    /// sysmon preempts a task that has run this long while others wait (microseconds).
+    /// sysmon preempts a task that has run this long while others wait (microseconds); where
+    /// the slice ends no later, the tick ends the turn and sysmon steps in a tick after it.
     #[arg(long, default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     pub preempt_us: u64,
