@@ -1562,10 +1562,13 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
 	u64 now = now_ns();
 	struct task_ctx *tctx;
+	bool woken_out;
 
 	if (!cctx)
 		return;
 	tctx = task_ctx(p);
+	/* A wakeup preemption zeroes the slice too; it is counted as ST_PREEMPT_WAKEUP. */
+	woken_out = cctx->wake_preempting;
 	if (cctx->running_since && now > cctx->running_since) {
 		u64 ran = now - cctx->running_since;
 
@@ -1594,7 +1597,7 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 	if (runnable) {
 		if (tctx)
 			tctx->ready_at = now;
-		if (p->scx.slice == 0)
+		if (p->scx.slice == 0 && !woken_out)
 			stat_add(cctx->sysmon_kicked ? ST_PREEMPT_SYSMON : ST_PREEMPT_SLICE, 1);
 	}
 	cctx->sysmon_kicked = 0;
