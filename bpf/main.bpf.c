@@ -1357,10 +1357,6 @@ void BPF_STRUCT_OPS(gmp_quiescent, struct task_struct *p, u64 deq_flags)
 		cg_quiescent(tctx);
 }
 
-/*
- * A task with a short weighted limit started: make sure sysmon looks at it in time, or a
- * low-weight task would run on to the next tick (4 ms at HZ=250) and its share would grow.
- */
 /* One scheduler tick; 4 ms (HZ=250, Debian's and Ubuntu's) when the config is unknown. */
 static __always_inline u64 tick_ns(void)
 {
@@ -1372,7 +1368,7 @@ static __always_inline u64 tick_ns(void)
  * limit inside the slice is sysmon's alone. Otherwise the slice runs out first and the CPU's
  * own tick ends the turn at its next tick, locally; a sysmon kick then would be a cross-CPU
  * IPI that takes the target's rq lock to do the same a little earlier (under emulation each
- * cost about a millisecond of guest kernel time: stress-ng lost 5-15%). So sysmon waits one
+ * cost about 1.5 ms of guest kernel time: stress-ng lost 5-15%). So sysmon waits one
  * tick past the slice, as the backstop for a tick that does not come. The overrun (up to a
  * tick) is paid back from the next turn (settle_debt), which works while it is at most half a
  * turn; shorter slices (low weights) keep sysmon's exact deadline.
@@ -1386,6 +1382,10 @@ static __always_inline u64 sysmon_deadline(u64 limit, u64 slice)
 	return limit > backstop ? limit : backstop;
 }
 
+/*
+ * A task with a short weighted limit started: make sure sysmon looks at it in time, or a
+ * low-weight task would run on to the next tick (4 ms at HZ=250) and its share would grow.
+ */
 static void sysmon_rearm(u64 now, u64 limit)
 {
 	struct sysmon_timer *st;
@@ -1465,8 +1465,8 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	limit = turn * preempt_ns / slice_ns;
 	if (limit < SLICE_MIN_NS)
 		limit = SLICE_MIN_NS;
-	/* The slice in force: turn, or the shorter one a runnext task inherited. */
-	cctx->run_limit_ns = sysmon_deadline(limit, p->scx.slice < turn ? p->scx.slice : turn);
+	/* p->scx.slice is the slice in force: turn, or the shorter one a runnext task inherited. */
+	cctx->run_limit_ns = sysmon_deadline(limit, p->scx.slice);
 	sysmon_rearm(now, cctx->run_limit_ns);
 	/*
 	 * Deficit round robin for pinned tasks, whose per-CPU queue is FIFO: a task that owes a
@@ -1562,13 +1562,10 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
 	u64 now = now_ns();
 	struct task_ctx *tctx;
-	bool woken_out;
 
 	if (!cctx)
 		return;
 	tctx = task_ctx(p);
-	/* A wakeup preemption zeroes the slice too; it is counted as ST_PREEMPT_WAKEUP. */
-	woken_out = cctx->wake_preempting;
 	if (cctx->running_since && now > cctx->running_since) {
 		u64 ran = now - cctx->running_since;
 
@@ -1593,13 +1590,14 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 		end_burst(tctx);
 	cctx->running_since = 0;
 	cctx->running_pid = 0;
-	cctx->wake_preempting = 0;
 	if (runnable) {
 		if (tctx)
 			tctx->ready_at = now;
-		if (p->scx.slice == 0 && !woken_out)
+		/* A wakeup preemption zeroes the slice too; it is counted as ST_PREEMPT_WAKEUP. */
+		if (p->scx.slice == 0 && !cctx->wake_preempting)
 			stat_add(cctx->sysmon_kicked ? ST_PREEMPT_SYSMON : ST_PREEMPT_SLICE, 1);
 	}
+	cctx->wake_preempting = 0;
 	cctx->sysmon_kicked = 0;
 }
 
