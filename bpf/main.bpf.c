@@ -77,12 +77,25 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 #define MAX_CG_DEPTH 16                  /* cgroup levels followed for weights */
 #define STARVE_SCAN_NS (10 * 1000 * 1000ULL)
 /*
- * Queue jumps (a wakeup preempting, the task it preempted resuming at the queue's head, an
- * interactive wakeup queued at the head) allowed on a CPU before a task that waited in order
- * starts there. Each jump costs a waiting task at most one turn, so no task in a cpu_dsq
- * waits behind more than JUMPS_MAX turns it did not queue behind.
+ * Queue jumps (a wakeup preempting, an interactive wakeup queued at the head) run ahead of the
+ * tasks waiting in order in a CPU's queue. What they cost those tasks is the CPU time the
+ * jumping wakees run (a task a jump preempted resumes with the rest of the turn it had anyway),
+ * so that time is what is bounded: once wakees that jumped have run half a slice here since a
+ * task that waited in order last started, wakeups queue in order while tasks wait. A waiting
+ * task so loses at most half a slice, plus one slice for each wakee that was already queued
+ * ahead of it when the budget ran out, each time a task ahead of it starts in order. (A count
+ * of 4 jumps bounded it before: up to 4 slices, yet under CPU hogs it refused 1-3% of
+ * cyclictest's wakeups, which then waited behind a hog's turn, often two.)
  */
-#define JUMPS_MAX 4
+static u32 jump_budget_us(void)
+{
+	u64 us = slice_ns / 2000;
+
+	return us < 65535 ? us : 65535;
+}
+/* tctx->jumped: how a task came to be queued ahead of waiting tasks. */
+#define JUMP_WAKEE 1    /* an interactive wakeup that preempted or went to the head: charged */
+#define JUMP_RESUMED 2  /* the task such a wakeup preempted, resuming its turn: not charged */
 /*
  * A proc serving its node's shared queue takes the task with the least weighted CPU time
  * among the first SHARED_PICK_WINDOW, unless the head has waited SHARED_PICK_WAIT_SLICES
@@ -107,7 +120,7 @@ struct cpu_ctx {
 	u8 sysmon_kicked;   /* the current task was preempted by sysmon */
 	u8 running_misplaced; /* a task that may run on a proc is running on a non-proc */
 	u8 wake_preempting; /* a wakeup was sent here to preempt the current task */
-	u8 jumps;           /* queue jumps here since a task that waited in order last started */
+	u16 jump_us;        /* CPU time (us) run here by jumping wakees since an in-order start */
 	u8 running_interactive; /* the current task is interactive (see interactive()) */
 	u8 stuck_passes;    /* sysmon passes that found no scx task running here and a task in its local DSQ or own queue */
 } __attribute__((aligned(64)));
@@ -156,7 +169,7 @@ struct task_ctx {
 	s32 mem_node;       /* the node its memory policy binds or prefers; -1: none */
 	s32 last_cpu;
 	u32 away_runs;      /* consecutive runs away from home_node */
-	u8 jumped;          /* queued ahead of waiting tasks (see JUMPS_MAX); cleared at running */
+	u8 jumped;          /* queued ahead of waiting tasks (JUMP_WAKEE, JUMP_RESUMED); 0 at stopping */
 	u8 cg_counted;
 };
 
@@ -774,10 +787,11 @@ static bool interactive(struct task_ctx *tctx)
  * task is interactive too and inside its first wakeup_preempt_ns, it will sleep soon: the
  * wakee is queued at the head and runs then (ST_WAKE_HEAD). A hog whose burst is short
  * because it slept once is not interactive, so it is preempted rather than waited for.
- * Both are queue jumps, at most JUMPS_MAX while tasks wait in this CPU's queue, which bounds
- * what a waiting task can lose to them. Callers pass a @cpu in p->cpus_ptr (checked under
- * the task's rq lock), so LOCAL_ON is safe. This matters for per-CPU kthreads too: softirq
- * work (sysmon's own timer among it) falls back to ksoftirqd.
+ * Both are queue jumps, refused while tasks wait in this CPU's queue once jumping wakees have
+ * used the jump budget (jump_budget_us), which bounds what a waiting task can lose to them.
+ * Callers pass a @cpu in p->cpus_ptr (checked under the task's rq lock), so LOCAL_ON is safe.
+ * This matters for per-CPU kthreads too: softirq work (sysmon's own timer among it) falls back
+ * to ksoftirqd.
  */
 static bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags)
 {
@@ -786,13 +800,11 @@ static bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx, s32 cpu
 	if (!wakeup_preempt_ns || !(enq_flags & SCX_ENQ_WAKEUP) || !cctx || !tctx ||
 	    !cctx->running_pid || !interactive(tctx))
 		return false;
-	if (cctx->jumps >= JUMPS_MAX && scx_bpf_dsq_nr_queued(cpu) != 0) {
+	if (cctx->jump_us >= jump_budget_us() && scx_bpf_dsq_nr_queued(cpu) != 0) {
 		stat_add(ST_WAKE_NO_JUMP, 1);
 		return false;
 	}
-	if (cctx->jumps < JUMPS_MAX)
-		cctx->jumps++;
-	tctx->jumped = 1;
+	tctx->jumped = JUMP_WAKEE;
 	if (cctx->running_interactive && now_ns() - cctx->burst_base < wakeup_preempt_ns) {
 		scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags | SCX_ENQ_HEAD);
 		stat_add(ST_WAKE_HEAD, 1);
@@ -894,10 +906,10 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 	if (!(enq_flags & SCX_ENQ_WAKEUP) && tctx && tctx->resume_ns) {
 		/*
 		 * Preempted by a short wakeup: it keeps its place (the head of its CPU's queue) and
-		 * the rest of its turn, so frequent wakeups cannot shrink a heavy task's share. The
-		 * jump was counted when the wakeup preempted it.
+		 * the rest of its turn, so frequent wakeups cannot shrink a heavy task's share. Only
+		 * the wakee's run time is charged to the jump budget: this turn was due anyway.
 		 */
-		tctx->jumped = 1;
+		tctx->jumped = JUMP_RESUMED;
 		scx_bpf_dsq_insert(p, cpu, tctx->resume_ns, enq_flags | SCX_ENQ_HEAD);
 		stat_add(ST_ENQ_RESUMED, 1);
 		goto kick_target;
@@ -1431,7 +1443,7 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	if (cgroup_weights_on)
 		cgf = cg_factor(p);
 	if (!tctx || !tctx->jumped)
-		cctx->jumps = 0;
+		cctx->jump_us = 0;
 	cctx->running_interactive = tctx && interactive(tctx);
 	if (!tctx) {
 		u64 slice = weighted(slice_ns, p, cgf);
@@ -1440,7 +1452,6 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 		scx_bpf_task_set_slice(p, slice);
 		return;
 	}
-	tctx->jumped = 0;
 	tctx->wslice = weighted(slice_ns, p, cgf);
 	/*
 	 * This turn pays back what earlier turns overran (preemption lands late: ticks, IPIs)
@@ -1570,6 +1581,12 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 		u64 ran = now - cctx->running_since;
 
 		stat_add(ST_BUSY_NS, ran);
+		if (tctx && tctx->jumped == JUMP_WAKEE) {
+			/* Rounded up: even the shortest jump costs 1 us of the budget. */
+			u64 us = (ran + 999) / 1000 + cctx->jump_us;
+
+			cctx->jump_us = us < 65535 ? us : 65535;
+		}
 		if (tctx) {
 			tctx->burst_ns += ran;
 			tctx->vtime += ran * slice_ns / (tctx->wslice ? tctx->wslice : slice_ns);
@@ -1590,6 +1607,8 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 		end_burst(tctx);
 	cctx->running_since = 0;
 	cctx->running_pid = 0;
+	if (tctx)
+		tctx->jumped = 0;
 	if (runnable) {
 		if (tctx)
 			tctx->ready_at = now;

@@ -115,7 +115,7 @@ pub const STATS: [(&str, &str); NR_STATS] = [
     ),
     (
         "wake_no_jump",
-        "interactive wakeups queued in order because their CPU had used its queue jumps",
+        "interactive wakeups queued in order because their CPU had spent its queue-jump budget",
     ),
     (
         "ctx_alloc_fail",
