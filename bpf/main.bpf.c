@@ -88,11 +88,13 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
  * cyclictest's wakeups, which then waited behind a hog's turn, often two.) A jump ahead of an
  * interactive task is also charged a quarter of the budget (see wakeup_preempt).
  */
+#define JUMP_US_MAX 65535  /* cpu_ctx.jump_us is a u16 */
+
 static u32 jump_budget_us(void)
 {
 	u64 us = slice_ns / 2000;
 
-	return us < 65535 ? us : 65535;
+	return us < JUMP_US_MAX ? us : JUMP_US_MAX;
 }
 /* tctx->jumped: how a task came to be queued ahead of waiting tasks. */
 #define JUMP_WAKEE 1    /* an interactive wakeup that preempted or went to the head: charged */
@@ -780,6 +782,13 @@ static bool interactive(struct task_ctx *tctx)
 	return tctx->last_burst_ns < wakeup_preempt_ns || tctx->avg_burst_ns < wakeup_preempt_ns;
 }
 
+/* Charge @us to this CPU's jump budget, saturating. */
+static __always_inline void charge_jump(struct cpu_ctx *cctx, u64 us)
+{
+	us += cctx->jump_us;
+	cctx->jump_us = us < JUMP_US_MAX ? us : JUMP_US_MAX;
+}
+
 /*
  * Wakeup preemption (not in Go, which leaves it to sysmon's 10 ms): an interactive task
  * (interactive()) waking on a busy CPU preempts the current task there, which goes back to
@@ -813,14 +822,12 @@ static bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx, s32 cpu
 	 * a quarter of the budget up front: at most 4 per in-order start, as the old count had.
 	 */
 	if (cctx->running_interactive) {
-		u32 us = cctx->jump_us + jump_budget_us() / 4;
-
-		cctx->jump_us = us < 65535 ? us : 65535;
-	}
-	if (cctx->running_interactive && now_ns() - cctx->burst_base < wakeup_preempt_ns) {
-		scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags | SCX_ENQ_HEAD);
-		stat_add(ST_WAKE_HEAD, 1);
-		return true;
+		charge_jump(cctx, jump_budget_us() / 4);
+		if (now_ns() - cctx->burst_base < wakeup_preempt_ns) {
+			scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags | SCX_ENQ_HEAD);
+			stat_add(ST_WAKE_HEAD, 1);
+			return true;
+		}
 	}
 	cctx->wake_preempting = 1;
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags | SCX_ENQ_PREEMPT);
@@ -1593,13 +1600,10 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 		u64 ran = now - cctx->running_since;
 
 		stat_add(ST_BUSY_NS, ran);
-		if (tctx && tctx->jumped == JUMP_WAKEE) {
-			/* Rounded up: even the shortest jump costs 1 us of the budget. */
-			u64 us = (ran + 999) / 1000 + cctx->jump_us;
-
-			cctx->jump_us = us < 65535 ? us : 65535;
-		}
 		if (tctx) {
+			/* Rounded up: even the shortest jump costs 1 us of the budget. */
+			if (tctx->jumped == JUMP_WAKEE)
+				charge_jump(cctx, (ran + 999) / 1000);
 			tctx->burst_ns += ran;
 			tctx->vtime += ran * slice_ns / (tctx->wslice ? tctx->wslice : slice_ns);
 			/*

@@ -1,6 +1,6 @@
 # GMP run-queue model cases: runnext, sysmon fairness, the queue-jump budget, steal-half,
-# overflow, fair tick, and robustness under affinity and policy races. Each asserts on scx_gmp's counters (JSON stats)
-# and on what the tasks experienced.
+# overflow, fair tick, and robustness under affinity and policy races. Each asserts on
+# scx_gmp's counters (JSON stats) and on what the tasks experienced.
 
 t_runnext() {
   start_sched runnext --stats 1 --json || { fail runnext "did not load"; return; }
@@ -67,7 +67,7 @@ while time.monotonic() < end:
   stop_sched INT
   nojump=$(json_sum "$LOGS/jump.out" preempt.wakeup_no_jump)
   jumps=$(( $(json_sum "$LOGS/jump.out" preempt.wakeup) + $(json_sum "$LOGS/jump.out" preempt.wakeup_head) ))
-  worst=$(json_series "$LOGS/jump.out" starvation.longest_wait_us | tr ' ' '\n' | grep -v None | sort -n | tail -1)
+  worst=$(json_max "$LOGS/jump.out" starvation.longest_wait_us)
   who=$(json_series "$LOGS/jump.out" starvation.comm | tr ' ' '\n' | sort | uniq -c | sort -rn | head -2 | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }')
   if [ "$SCHED_RC" -ne 0 ]; then fail jump_budget "scheduler exit $SCHED_RC"
   elif [ "$nojump" -le 0 ]; then fail jump_budget "the jump budget never refused a jump ($jumps jumps; longest wait ${worst:-?} us)"

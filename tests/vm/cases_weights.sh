@@ -93,7 +93,7 @@ t_starve_warn() {
   # The first two intervals include the switch of every task into scx_gmp at load.
   tail -n +3 "$LOGS/starve_idle.out" > "$LOGS/starve_idle.steady"
   quiet_over=$(json_sum "$LOGS/starve_idle.steady" starvation.over_threshold)
-  quiet_max=$(json_series "$LOGS/starve_idle.steady" starvation.longest_wait_us | tr ' ' '\n' | sort -n | tail -1)
+  quiet_max=$(json_max "$LOGS/starve_idle.steady" starvation.longest_wait_us)
   if [ "$SCHED_RC" -ne 0 ]; then fail starve_warn "scheduler exit $SCHED_RC"
   elif [ "$over" -le 0 ] || [ -z "$named" ]; then fail starve_warn "30 hogs on CPU 1: $over over 100 ms, warning naming a hog: '${named:-none}' ($warn)"
   elif [ "$quiet_over" -ne 0 ] || [ "${quiet_max:-0}" -ge 100000 ]; then

@@ -113,6 +113,9 @@ cputime() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # Sum a field over the JSON stats lines of a log: json_sum FILE 'jq-like.path' (dots only).
 json_sum() { json_series "$1" "$2" | tr ' ' '\n' | awk '$1 != "None" && $1 != "" { s += $1 } END { printf "%d\n", s }'; }
 
+# The largest value of a field over the JSON stats lines of a log; nothing if it has none.
+json_max() { json_series "$1" "$2" | tr ' ' '\n' | awk '$1 != "None" && $1 != "" && (m == "" || $1 + 0 > m) { m = $1 + 0 } END { if (m != "") print m }'; }
+
 # A CPU hog that exits after $1 seconds.
 hog() { timeout "$1" sh -c 'while :; do :; done'; }
 
