@@ -1080,22 +1080,35 @@ static u64 head_vtime(u64 dsq_id)
 }
 
 /*
- * Weight fairness across nodes: every node serves its own shared queue, so tasks on a node
- * crowded with heavy-weight work would fall behind their share. A proc about to serve its
- * shared queue takes another node's head instead when that task's weighted CPU time trails
- * its own head's by more than two slices and that node's backlog is at least numa_steal_min
- * (like any cross-node steal). Global for the same reason as steal_from().
+ * Fairness across nodes: every node serves its own shared queue, so tasks on a node crowded
+ * with more (or heavier) work than another fall behind their share: 5 hogs on 2+2 CPUs split
+ * 3:2 get 2/3 of a CPU on one node and a whole CPU on the other (Jain 0.96). A proc about to
+ * serve its node takes another node's head instead when that task's weighted CPU time trails
+ * what this proc would run next by more than two slices: its own head, or, with nothing
+ * queued here, @prev_vt (the task ending its turn, which keeps the CPU otherwise; U64_MAX if
+ * there is none). The other node must be the more crowded one: its backlog is at least
+ * numa_steal_min (like any cross-node steal), or at least ours counting prev, which queues
+ * here once it yields, so a move never leaves more waiting here than there and two nodes
+ * cannot pull one task to and fro faster than the lag builds up again. Tasks with a memory
+ * node stay put (head_vtime). Global for the same reason as steal_from().
  */
-__noinline int lag_steal(u32 node)
+__noinline int lag_steal(u32 node, u64 prev_vt)
 {
-	u64 mine = head_vtime(shared_dsq(node)), theirs;
+	s32 mine_q = scx_bpf_dsq_nr_queued(shared_dsq(node)), q;
+	u64 mine = mine_q > 0 ? head_vtime(shared_dsq(node)) : prev_vt, theirs;
 	u32 n;
 
 	if (mine == (u64)-1)
 		return 0;
+	if (mine_q < 0)
+		mine_q = 0;
+	if (prev_vt != (u64)-1)
+		mine_q++;
 	bpf_for(n, 0, nr_nodes) {
-		if (n == node || n >= MAX_NODES ||
-		    scx_bpf_dsq_nr_queued(shared_dsq(n)) < (s32)numa_steal_min)
+		if (n == node || n >= MAX_NODES)
+			continue;
+		q = scx_bpf_dsq_nr_queued(shared_dsq(n));
+		if (q <= 0 || (q < (s32)numa_steal_min && q < mine_q))
 			continue;
 		theirs = head_vtime(shared_dsq(n));
 		if (theirs != (u64)-1 && theirs + 2 * slice_ns < mine &&
@@ -1103,6 +1116,29 @@ __noinline int lag_steal(u32 node)
 			return 1;
 	}
 	return 0;
+}
+
+/*
+ * The weighted CPU time of @prev, ending its turn on @cpu, as lag_steal weighs it: with the
+ * turn it ran (ops.stopping adds that only after this dispatch). U64_MAX unless prev is an
+ * ordinary runnable task without a memory node, that could yield the CPU to another node's.
+ */
+static u64 prev_vtime(s32 cpu, struct task_struct *prev)
+{
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	struct task_ctx *tctx;
+	u64 now = now_ns(), v;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || prev->nr_cpus_allowed == 1 ||
+	    is_migration_disabled(prev) || !cctx)
+		return (u64)-1;
+	tctx = task_ctx(prev);
+	if (!tctx || tctx->mem_node >= 0)
+		return (u64)-1;
+	v = tctx->vtime;
+	if (cctx->running_since && now > cctx->running_since)
+		v += (now - cctx->running_since) * slice_ns / (tctx->wslice ? tctx->wslice : slice_ns);
+	return v;
 }
 
 /*
@@ -1343,7 +1379,7 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 		stat_add(ST_DISP_LOCAL, 1);
 		return;
 	}
-	if (nr_nodes > 1 && lag_steal(node)) {
+	if (nr_nodes > 1 && lag_steal(node, prev_vtime(cpu, prev))) {
 		stat_add(ST_DISP_LAG, 1);
 		return;
 	}

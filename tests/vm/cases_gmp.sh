@@ -1,6 +1,6 @@
-# GMP run-queue model cases: runnext, sysmon fairness, the queue-jump budget, steal-half,
-# overflow, fair tick, and robustness under affinity and policy races. Each asserts on
-# scx_gmp's counters (JSON stats) and on what the tasks experienced.
+# GMP run-queue model cases: runnext, sysmon fairness, fairness across nodes, the queue-jump
+# budget, steal-half, overflow, fair tick, and robustness under affinity and policy races. Each
+# asserts on scx_gmp's counters (JSON stats) and on what the tasks experienced.
 
 t_runnext() {
   start_sched runnext --stats 1 --json || { fail runnext "did not load"; return; }
@@ -40,6 +40,41 @@ t_sysmon_fair() {
   elif [ "$sysmon" -le 0 ]; then fail sysmon_fair "no sysmon preemptions ($slice slice expiries; cpu times ${times[*]})"
   elif awk -v j="$j" 'BEGIN { exit !(j < 0.95) }'; then fail sysmon_fair "Jain $j < 0.95 (cpu ticks ${times[*]})"
   else pass sysmon_fair "$n hogs on $NCPU CPUs: Jain $j, cpu ticks ${times[*]}, sysmon preemptions $sysmon, slice expiries $slice"
+  fi
+}
+
+# N+1 hogs on N CPUs in two nodes, started split unevenly (one hog more on node 0 than its
+# CPUs, node 1's CPUs one hog each) and then let loose. Each node serves its own shared queue,
+# so the cross-node lag steal must even out their CPU time: a task moves each time the lag
+# reaches two slices, about every 60 ms (275 steals in 12 s here). Before it, only stray idle
+# steals moved one (7-12 lag steals in 12-15 s) and Jain ranged 0.974-0.999 between runs.
+t_numa_fair() {
+  local nn n0 n1 c pids=() t0=() t=() i j lag xnode
+  nn=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)
+  [ "$nn" -ge 2 ] || { skip numa_fair "one NUMA node"; return; }
+  n0=$(node_cpus 0); n1=$(node_cpus 1)
+  start_sched nfair --stats 1 --json || { fail numa_fair "did not load"; return; }
+  for c in $n0 $(set -- $n0; echo "$1") $n1; do
+    taskset -c "$c" sh -c 'while :; do :; done' & pids+=($!)
+  done
+  sleep 1
+  for i in "${pids[@]}"; do taskset -a -p -c "0-$((NCPU - 1))" "$i" > /dev/null; done
+  sleep 1
+  for i in "${pids[@]}"; do t0+=("$(cputime "$i")"); done
+  local mark; mark=$(wc -l < "$LOGS/nfair.out")
+  sleep 12
+  for ((j = 0; j < ${#pids[@]}; j++)); do t+=($(( $(cputime "${pids[$j]}") - t0[j] ))); done
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  stop_sched INT
+  tail -n +$((mark + 1)) "$LOGS/nfair.out" > "$LOGS/nfair.free"
+  lag=$(json_sum "$LOGS/nfair.free" dispatch.lag)
+  xnode=$(json_sum "$LOGS/nfair.free" numa.migrations_node)
+  i=$(jain "${t[@]}")
+  if [ "$SCHED_RC" -ne 0 ]; then fail numa_fair "scheduler exit $SCHED_RC"
+  elif awk -v j="$i" 'BEGIN { exit !(j < 0.98) }'; then
+    fail numa_fair "Jain $i < 0.98 (cpu ticks ${t[*]}; lag steals $lag, cross-node migrations $xnode)"
+  elif [ "$lag" -lt 24 ]; then fail numa_fair "$lag lag steals in 12 s (want >= 2/s; Jain $i, cpu ticks ${t[*]})"
+  else pass numa_fair "${#pids[@]} hogs on nodes {$n0} {$n1}: Jain $i, cpu ticks ${t[*]}, lag steals $lag, cross-node migrations $xnode in 12 s"
   fi
 }
 

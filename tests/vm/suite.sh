@@ -35,7 +35,7 @@ ulimit -n 65536 2>/dev/null || true
 log "guest: kernel $(uname -r), $NCPU CPUs, nodes $(cat /sys/devices/system/node/online), state $(state)"
 
 ALL_CASES=(load bad_input second_instance kill9 ci_stress
-           runnext sysmon_fair jump_budget steal overflow fair_tick race_affinity
+           runnext sysmon_fair numa_fair jump_budget steal overflow fair_tick race_affinity
            monitor help_stats top
            procs_bad_input procs_fixed procs_auto numa_locality partial
            nice cgroup_weight no_cgroup_weights starve_warn
