@@ -347,8 +347,12 @@ static struct task_ctx *task_ctx_create(struct task_struct *p)
 		.home_node = -1,
 		.mem_node = -1,
 		.last_cpu = -1,
-		/* Neither interactive nor a hog until it has slept a few times. */
+		/*
+		 * Neither interactive nor a hog until it has slept a few times; a task that never
+		 * sleeps (a CPU hog) must not count as one whose last burst was short.
+		 */
 		.avg_burst_ns = wakeup_preempt_ns,
+		.last_burst_ns = wakeup_preempt_ns,
 	};
 	u64 key = (u64)p;
 
