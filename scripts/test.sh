@@ -93,7 +93,7 @@ for KVER in "${KERNELS[@]}"; do
   # A guest that crashes or hangs mid-suite is booted again and the suite resumes after the case
   # that took it down (tests/vm/suite.sh skips finished cases), so one crash does not hide the
   # rest. That case counts as failed, except one known emulator fault (below), retried once.
-  boot=1; retried=""
+  boot=1; retried=""; boot_retried=""
   while :; do
     # shellcheck disable=SC2086
     timeout "$limit" scripts/vm.sh --verbose --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
@@ -112,6 +112,16 @@ for KVER in "${KERNELS[@]}"; do
     [ -f "$RES/complete" ] && break
     crashed=""; nlines=0
     [ -f "$RES/started" ] && read -r crashed nlines < <(tail -n 1 "$RES/started")
+    # A guest that hung while booting (seen once under emulation: RCU stalls, a timer that did
+    # not fire on a vCPU, before any case started) never ran the scheduler: boot again, once.
+    if [ ! -f "$RES/started" ] && [ -z "$boot_retried" ]; then
+      boot_retried=1
+      cp "$RES/console.log" "$RES/console-boot$boot.log"
+      stall=$(grep -m1 -E 'rcu: .*(stall|starved|didn.t happen)|blocked for more than|Kernel panic' "$RES/console.log" | sed 's/^\[[^]]*\] *//' | cut -c1-100)
+      SUMMARY+=("RETRY [$KVER] boot: the guest never reached the suite (vm.sh exit $vm_rc: ${stall:-no stall logged}; console-boot$boot.log); booted again")
+      boot=$((boot + 1))
+      continue
+    fi
     # Never reached the suite, or went down between cases: nothing to resume after.
     [ -n "$crashed" ] && ! grep -qx "$crashed" "$RES/finished" || break
     cp "$RES/console.log" "$RES/console-crash$boot.log"
