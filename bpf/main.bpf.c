@@ -1083,6 +1083,12 @@ static u64 head_vtime(u64 dsq_id)
 	return tctx && tctx->mem_node < 0 ? tctx->vtime : (u64)-1;
 }
 
+/* @ran ns of CPU time as vtime: scaled by slice / weighted slice (see task_ctx.vtime). */
+static __always_inline u64 vtime_of(struct task_ctx *tctx, u64 ran)
+{
+	return ran * slice_ns / (tctx->wslice ? tctx->wslice : slice_ns);
+}
+
 /*
  * Fairness across nodes: every node serves its own shared queue, so tasks on a node crowded
  * with more (or heavier) work than another fall behind their share: 5 hogs on 2+2 CPUs split
@@ -1141,7 +1147,7 @@ static u64 prev_vtime(s32 cpu, struct task_struct *prev)
 		return (u64)-1;
 	v = tctx->vtime;
 	if (cctx->running_since && now > cctx->running_since)
-		v += (now - cctx->running_since) * slice_ns / (tctx->wslice ? tctx->wslice : slice_ns);
+		v += vtime_of(tctx, now - cctx->running_since);
 	return v;
 }
 
@@ -1645,7 +1651,7 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 			if (tctx->jumped == JUMP_WAKEE)
 				charge_jump(cctx, (ran + 999) / 1000);
 			tctx->burst_ns += ran;
-			tctx->vtime += ran * slice_ns / (tctx->wslice ? tctx->wslice : slice_ns);
+			tctx->vtime += vtime_of(tctx, ran);
 			/*
 			 * A turn split by wakeup preemptions is one turn: its parts add up in
 			 * turn_ran, and only the whole is weighed against the slice.

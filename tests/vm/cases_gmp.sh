@@ -50,7 +50,7 @@ t_sysmon_fair() {
 # steals moved one (7-12 lag steals in 12-15 s) and Jain ranged 0.974-0.999 between runs.
 t_numa_fair() {
   local nn n0 n1 c pids=() t0=() t=() i j lag xnode
-  nn=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)
+  nn=$(node_count)
   [ "$nn" -ge 2 ] || { skip numa_fair "one NUMA node"; return; }
   n0=$(node_cpus 0); n1=$(node_cpus 1)
   start_sched nfair --stats 1 --json || { fail numa_fair "did not load"; return; }

@@ -61,7 +61,7 @@ t_procs_auto() {
 # sheds work to an idle one.
 t_numa_locality() {
   local nn n1 cg=/sys/fs/cgroup/gmp-numa pids=() i p c samples=0 home=0 share s1 s2 busy b0 hogs=()
-  nn=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)
+  nn=$(node_count)
   [ "$nn" -ge 2 ] || { skip numa_locality "one NUMA node"; return; }
   grep -q cpuset /sys/fs/cgroup/cgroup.controllers || { fail numa_locality "no cpuset controller"; return; }
   n1=$(node_cpus 1)

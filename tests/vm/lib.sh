@@ -133,6 +133,8 @@ cpu_busy_pct() {
 last_cpu() { awk '{ print $39 }' "/proc/$1/stat" 2>/dev/null; }
 # A field of /proc/PID/sched ("policy", "ext.enabled").
 sched_field() { awk -v k="$2" '$1 == k { print $3 }' "/proc/$1/sched" 2>/dev/null; }
+# How many NUMA nodes the guest has.
+node_count() { ls -d /sys/devices/system/node/node[0-9]* | wc -l; }
 # CPUs of a NUMA node as a list of ids.
 node_cpus() { python3 -c '
 import sys
