@@ -51,8 +51,29 @@ mkdir -p "$OUT"
 accel=$(grep -q -E '^(kvm_intel|kvm_amd) ' /proc/modules && echo KVM || echo 'qemu software emulation')
 SCHEDS=(eevdf "scx_gmp=$REPO/target/release/scx_gmp $GMP_FLAGS" "${EXTRA[@]}")
 echo "[bench] $CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $accel, $ROUNDS rounds, $stamp"
+
+# The VM's qemu CPU time every 0.2 s with how many marks the guest has written (host.samp:
+# "epoch cpu_seconds marks"): report.py divides stress-ng's throughput by the host CPU the VM
+# got between a run's marks, which drifts with the outer host's load.
+sample_host() {
+  local tck pid="" n
+  tck=$(getconf CLK_TCK)
+  while :; do
+    [ -n "$pid" ] && [ -e "/proc/$pid" ] || pid=$(pgrep -n -f "qemu-system.*$OUT" || true)
+    if [ -n "$pid" ]; then
+      n=$(wc -l 2>/dev/null < "$OUT/marks" || echo 0)
+      awk -v t="$tck" -v now="$(date +%s.%N)" -v n="$n" '{print now, ($14 + $15) / t, n}' \
+        "/proc/$pid/stat" >> "$OUT/host.samp" 2>/dev/null || true
+    fi
+    sleep 0.2
+  done
+}
+: > "$OUT/marks"
+sample_host & SAMPLER=$!
+trap 'kill "$SAMPLER" 2>/dev/null || true' EXIT
 BENCH_DUR=$DUR timeout 7200 scripts/vm.sh "${CLOCK[@]}" --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
   --results "$OUT" -- env BENCH_DUR="$DUR" "$REPO/tests/bench/guest.sh" "$OUT" "$ROUNDS" "${SCHEDS[@]}" || true
+kill "$SAMPLER" 2>/dev/null || true
 [ -f "$OUT/complete" ] || { echo "bench.sh: the guest did not finish; see $OUT/bench.log" >&2; exit 1; }
 # The clocksource the guest actually ran on, as its log recorded it (not the flag passed).
 clock=$(sed -n 's/.*, clocksource \([^,]*\), rounds .*/\1/p' "$OUT/bench.log" | head -1)

@@ -15,6 +15,7 @@ echo "round,sched,workload,metric,value" > "$RAW"
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" | tee -a "$LOG" >&2; }
 emit() { echo "$ROUND,$SNAME,$1,$2,$3" >> "$RAW"; log "$SNAME $1 $2=$3"; }
 state() { cat /sys/kernel/sched_ext/state; }
+mark() { echo "$ROUND,$SNAME,$1,$2" >> "$OUT/marks"; sync "$OUT/marks"; }
 
 SPID=""
 start_sched() { # SPEC
@@ -82,8 +83,13 @@ w_pipe() {
   emit pipe usec_per_rt "${u:-nan}"
 }
 
+# The marks around it let bench.sh divide by the host CPU time the VM got meanwhile (the host
+# sampler counts the lines of $OUT/marks), since that share drifts with the outer host.
 w_stress() {
-  local b; b=$(stress-ng --temp-path /tmp -c $((2 * N)) -t "$DUR" --metrics-brief 2>&1 | awk '/ cpu / {print $(NF-1)}')
+  local b
+  mark stress_cpu start
+  b=$(stress-ng --temp-path /tmp -c $((2 * N)) -t "$DUR" --metrics-brief 2>&1 | awk '/ cpu / {print $(NF-1)}')
+  mark stress_cpu end
   emit stress_cpu bogo_ops_s "${b:-nan}"
 }
 
@@ -164,6 +170,20 @@ EOF
 }
 
 WORKLOADS=(cyclictest hackbench pipe stress fair numa overhead)
+
+# Warm-up, not measured: the guest reads binaries over 9p, and the first stress-ng of a boot
+# faulted in ~800 pages of its text from there, its workers blocked on those reads (traced:
+# ~700 D-state switches in 3 s against none in a later run) in whichever scheduler ran first.
+warm_up() {
+  stress-ng --temp-path /tmp -q -c "$N" -t 2
+  numactl --membind=0 stress-ng --temp-path /tmp -q --stream 1 --stream-l3-size 4M -t 2
+  cyclictest -m -q -t 1 -i 1000 -D 1 > /dev/null 2>&1
+  hackbench -g 1 -l 20 > /dev/null 2>&1
+  perf bench sched pipe -l 1000 > /dev/null 2>&1
+  python3 -c pass; bpftool version > /dev/null 2>&1; true
+}
+: > "$OUT/marks"
+warm_up
 log "bench: $N CPUs, nodes $(cat /sys/devices/system/node/online), kernel $(uname -r), clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource), rounds $ROUNDS, scheds: ${SCHEDS[*]}"
 for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
   k=${#SCHEDS[@]}

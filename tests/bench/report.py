@@ -18,10 +18,50 @@ METRICS = {
     ("hackbench_thread", "time_s"): ("lower", "ratio <= 1.0"),
     ("pipe", "usec_per_rt"): ("lower", "ratio <= 1.0"),
     ("stress_cpu", "bogo_ops_s"): ("higher", "ratio >= 1.0"),
+    ("stress_cpu", "host_cpus"): ("-", None),
+    ("stress_cpu", "bogo_per_host_cpu_s"): ("higher", None),
     ("fairness", "jain"): ("higher", "value >= 0.98"),
     ("numa", "bogo_ops_s"): ("higher", None),
     ("numa", "node0_share"): ("higher", "value >= 0.95"),
 }
+
+
+def host_rows(out, raw_rows):
+    """Rows for the host CPU the VM got during each marked run, from bench.sh's host sampler
+    (host.samp: "epoch qemu_cpu_seconds marks_seen") and the guest's marks ("round,sched,
+    workload,start|end"): host_cpus = qemu CPU time / wall time between the two marks, and the
+    run's throughput divided by it. Under emulation the VM's share of the host drifts with the
+    outer host, and this separates that drift from what the scheduler did with the CPU."""
+    try:
+        samp = [tuple(float(x) for x in l.split()) for l in open(f"{out}/host.samp")]
+        marks = [l.strip().split(",") for l in open(f"{out}/marks") if l.strip()]
+    except (OSError, ValueError):
+        return []
+    samp = [s for s in samp if len(s) == 3]
+
+    def seen_at(i):  # host time of the first sample that saw mark i
+        return next((s for s in samp if s[2] >= i + 1), None)
+
+    at = {}
+    for i, m in enumerate(marks):
+        if len(m) == 4:
+            at[tuple(m)] = seen_at(i)
+    rows = []
+    for r in raw_rows:
+        if (r["workload"], r["metric"]) != ("stress_cpu", "bogo_ops_s"):
+            continue
+        k = (r["round"], r["sched"], r["workload"])
+        a, b = at.get(k + ("start",)), at.get(k + ("end",))
+        try:
+            v = float(r["value"])
+        except ValueError:
+            continue
+        if not a or not b or b[0] <= a[0] or b[1] <= a[1]:
+            continue
+        cpus = (b[1] - a[1]) / (b[0] - a[0])
+        rows.append(dict(r, metric="host_cpus", value=f"{cpus:.3f}"))
+        rows.append(dict(r, metric="bogo_per_host_cpu_s", value=f"{v / cpus:.2f}"))
+    return rows
 
 
 def main():
@@ -29,15 +69,16 @@ def main():
     vals = defaultdict(list)
     scheds = []
     with open(raw) as f:
-        for row in csv.DictReader(f):
-            try:
-                v = float(row["value"])
-            except (TypeError, ValueError):
-                continue
-            key = (row["workload"], row["metric"])
-            vals[(key, row["sched"])].append(v)
-            if row["sched"] not in scheds:
-                scheds.append(row["sched"])
+        raw_rows = list(csv.DictReader(f))
+    for row in raw_rows + host_rows(out, raw_rows):
+        try:
+            v = float(row["value"])
+        except (TypeError, ValueError):
+            continue
+        key = (row["workload"], row["metric"])
+        vals[(key, row["sched"])].append(v)
+        if row["sched"] not in scheds:
+            scheds.append(row["sched"])
     scheds.sort(key=lambda s: (s != "eevdf", s != "scx_gmp", s))
     keys = sorted({k for k, _ in vals}, key=lambda k: (k[0] != "cyclictest", k))
 
@@ -64,7 +105,7 @@ def main():
             cell = f"{med:.4g} [{min(v):.4g}-{max(v):.4g}]"
             if ratio is not None and s != "eevdf":
                 cell += f" ({ratio:.2f}x)"
-                if not key[0].startswith("overhead"):
+                if not key[0].startswith("overhead") and better != "-":
                     chart.append((f"{key[0]}:{key[1]}", s, ratio))
             cells.append(cell)
             if s == "scx_gmp" and target:
