@@ -1441,20 +1441,24 @@ static __always_inline u64 tick_ns(void)
 }
 
 /*
- * When sysmon preempts a run whose slice is @slice and whose preemption limit is @limit. A
- * limit inside the slice is sysmon's alone. Otherwise the slice runs out first and the CPU's
- * own tick ends the turn at its next tick, locally; a sysmon kick then would be a cross-CPU
- * IPI that takes the target's rq lock to do the same a little earlier (under emulation each
- * cost about 1.5 ms of guest kernel time: stress-ng lost 5-15%). So sysmon waits one
- * tick past the slice, as the backstop for a tick that does not come. The overrun (up to a
- * tick) is paid back from the next turn (settle_debt), which works while it is at most half a
- * turn; shorter slices (low weights) keep sysmon's exact deadline.
+ * When sysmon preempts a run whose slice is @slice and whose preemption limit is @limit, for
+ * a task whose full weighted slice is @wslice. A limit inside the slice is sysmon's alone.
+ * Otherwise the slice runs out first and the CPU's own tick ends the turn at its next tick,
+ * locally; a sysmon kick then would be a cross-CPU IPI that takes the target's rq lock to do
+ * the same a little earlier (under emulation each cost about 1.7 ms of guest kernel time). So
+ * sysmon waits one tick past the slice, as the backstop for a tick that does not come. The
+ * overrun (up to a tick) is paid back from the next turn (settle_debt), which works while it
+ * is at most half a turn: tasks whose weighted slice is under two ticks (low weights) keep
+ * sysmon's exact deadline. The test is on @wslice, not on this turn's @slice: a turn that is
+ * short because it pays back the last one's overrun (10 ms less up to a tick) would otherwise
+ * get the exact deadline, and every other turn of a hog ended with a kick (~190 a second
+ * under 8 hogs on 4 CPUs).
  */
-static __always_inline u64 sysmon_deadline(u64 limit, u64 slice)
+static __always_inline u64 sysmon_deadline(u64 limit, u64 slice, u64 wslice)
 {
 	u64 tick = tick_ns(), backstop = slice + tick;
 
-	if (limit < slice || slice < 2 * tick)
+	if (limit < slice || wslice < 2 * tick)
 		return limit;
 	return limit > backstop ? limit : backstop;
 }
@@ -1513,7 +1517,7 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	if (!tctx) {
 		u64 slice = weighted(slice_ns, p, cgf);
 
-		cctx->run_limit_ns = sysmon_deadline(weighted(preempt_ns, p, cgf), slice);
+		cctx->run_limit_ns = sysmon_deadline(weighted(preempt_ns, p, cgf), slice, slice);
 		scx_bpf_task_set_slice(p, slice);
 		return;
 	}
@@ -1542,7 +1546,7 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	if (limit < SLICE_MIN_NS)
 		limit = SLICE_MIN_NS;
 	/* p->scx.slice is the slice in force: turn, or the shorter one a runnext task inherited. */
-	cctx->run_limit_ns = sysmon_deadline(limit, p->scx.slice);
+	cctx->run_limit_ns = sysmon_deadline(limit, p->scx.slice, tctx->wslice);
 	sysmon_rearm(now, cctx->run_limit_ns);
 	/*
 	 * Deficit round robin for pinned tasks, whose per-CPU queue is FIFO: a task that owes a
