@@ -52,23 +52,26 @@ accel=$(grep -q -E '^(kvm_intel|kvm_amd) ' /proc/modules && echo KVM || echo 'qe
 SCHEDS=(eevdf "scx_gmp=$REPO/target/release/scx_gmp $GMP_FLAGS" "${EXTRA[@]}")
 echo "[bench] $CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $accel, $ROUNDS rounds, $stamp"
 
+# qemu, vng and vm.sh all carry $OUT on their command lines; pgrep/pkill take a regex.
+OUT_RE=$(printf '%s' "$OUT" | sed 's/[][\.*^$+?(){}|]/\\&/g')
+
 # The VM's qemu CPU time every 0.2 s with how many marks the guest has written (host.samp:
 # "epoch cpu_seconds marks"): report.py divides stress-ng's throughput by the host CPU the VM
-# got between a run's marks, which drifts with the outer host's load.
+# got between a run's marks, which drifts with the outer host's load. It shares the host with
+# qemu, so each sample forks only awk (the clock and the mark count come from bash itself).
 sample_host() {
-  local tck pid="" n
+  local tck pid="" LC_ALL=C
   tck=$(getconf CLK_TCK)
   while :; do
-    [ -n "$pid" ] && [ -e "/proc/$pid" ] || pid=$(pgrep -n -f "qemu-system.*$OUT" || true)
+    [ -n "$pid" ] && [ -e "/proc/$pid" ] || pid=$(pgrep -n -f "qemu-system.*$OUT_RE" || true)
     if [ -n "$pid" ]; then
-      n=$(wc -l 2>/dev/null < "$OUT/marks" || echo 0)
-      awk -v t="$tck" -v now="$(date +%s.%N)" -v n="$n" '{print now, ($14 + $15) / t, n}' \
+      mapfile -t MARKS 2>/dev/null < "$OUT/marks" || MARKS=()
+      awk -v t="$tck" -v now="$EPOCHREALTIME" -v n="${#MARKS[@]}" '{print now, ($14 + $15) / t, n}' \
         "/proc/$pid/stat" >> "$OUT/host.samp" 2>/dev/null || true
     fi
     sleep 0.2
   done
 }
-: > "$OUT/marks"
 sample_host & SAMPLER=$!
 trap 'kill "$SAMPLER" 2>/dev/null || true' EXIT
 # A guest that hangs while booting (seen under emulation, as in the tests: RCU stalls, a vCPU
@@ -82,7 +85,7 @@ run_guest() {
   while kill -0 "$vm" 2>/dev/null; do
     sleep 5; waited=$((waited + 5))
     if [ ! -f "$OUT/bench.log" ] && [ "$waited" -ge 300 ]; then
-      pkill -f -- "$(printf '%s' "$OUT" | sed 's/[][\.*^$+?(){}|]/\\&/g')" || true
+      pkill -f -- "$OUT_RE" || true
       wait "$vm" 2>/dev/null; return 1
     fi
   done
