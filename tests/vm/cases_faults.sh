@@ -1,4 +1,4 @@
-# Fault cases F1..F17 from shared/design/reliability.md. DUR is the stress duration (20 s in
+# Fault cases F1..F17 of the catalogue in docs/testing.md. DUR is the stress duration (20 s in
 # the fast tier, 60 s in the full tier); LANE_TIMEOUT_MS, when set, is exported as
 # SCX_TIMEOUT_MS (the watchdog lane).
 

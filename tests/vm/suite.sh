@@ -13,7 +13,7 @@ export REPO RES TIER
 . "$REPO/tests/vm/cases_weights.sh"
 
 if [ "$TIER" = full ]; then
-  # Full durations and counts from shared/design/reliability.md.
+  # Full durations and counts of the fault catalogue (docs/testing.md).
   export FULL=1 DUR=60 HOTPLUG_ROUNDS=5 F3B_ROUNDS=20 LOAD_CYCLES=50 CGROUP_CHURN=1000
 else
   export FULL=0 DUR=20 HOTPLUG_ROUNDS=2 F3B_ROUNDS=4 LOAD_CYCLES=5 CGROUP_CHURN=200
