@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the BPF scheduler and the loader share: limits, DSQ ids and stat slots.
- * Keep in sync with src/bpf_intf.rs (checked by a unit test on the stat names).
+ * What the BPF scheduler and the loader share: limits, DSQ ids, stat slots and the wait
+ * record. The loader's side is generated from this file at build time (build.rs, bindgen
+ * into src/bpf_intf.rs); src/stats.rs names and describes each stat slot in one table whose
+ * length and order the compiler checks against enum gmp_stat.
  */
 #ifndef __GMP_INTF_H
 #define __GMP_INTF_H

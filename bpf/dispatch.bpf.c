@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ops.dispatch: Go's findRunnable. Own queue, the node's shared queue (least weighted CPU
+ * time within a window), another node's lagging head, then steal; with nothing found the
+ * previous task keeps the CPU.
+ *
+ * Why no task waits forever: the fair tick serves the shared queue first every fair_tick-th
+ * dispatch, so a busy local queue cannot shut it out; shared_pick falls back to FIFO once the
+ * head has waited SHARED_PICK_WAIT_SLICES slices; sysmon preempts runners when work waits.
+ */
+
+/*
+ * Fairness across nodes: every node serves its own shared queue, so tasks on a node crowded
+ * with more (or heavier) work than another fall behind their share. A proc about to serve
+ * its node takes another node's head instead when that task's weighted CPU time trails what
+ * this proc would run next by more than LAG_SLICES slices: its own head, or, with nothing
+ * queued here, @prev_vt (the task ending its turn, which keeps the CPU otherwise; U64_MAX if
+ * there is none). The other node must be the more crowded one: its backlog is at least
+ * numa_steal_min, or at least ours counting prev, so a move never leaves more waiting here
+ * than there and two nodes cannot pull one task to and fro faster than the lag builds up
+ * again. Tasks with a memory node stay put (head_vtime).
+ */
+__noinline int lag_steal(u32 node, u64 prev_vt)
+{
+	s32 mine_q = scx_bpf_dsq_nr_queued(shared_dsq(node)), q;
+	u64 mine = mine_q > 0 ? head_vtime(shared_dsq(node)) : prev_vt, theirs;
+	u32 n;
+
+	if (mine == (u64)-1)
+		return 0;
+	if (mine_q < 0)
+		mine_q = 0;
+	if (prev_vt != (u64)-1)
+		mine_q++;
+	bpf_for(n, 0, nr_nodes) {
+		if (n == node || n >= MAX_NODES)
+			continue;
+		q = scx_bpf_dsq_nr_queued(shared_dsq(n));
+		if (q <= 0 || (q < (s32)numa_steal_min && q < mine_q))
+			continue;
+		theirs = head_vtime(shared_dsq(n));
+		if (theirs != (u64)-1 && theirs + LAG_SLICES * slice_ns < mine &&
+		    scx_bpf_dsq_move_to_local(shared_dsq(n), 0))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The weighted CPU time of @prev, ending its turn on @cpu, as lag_steal weighs it: with the
+ * turn it ran (ops.stopping adds that only after this dispatch). U64_MAX unless prev is an
+ * ordinary runnable task without a memory node, that could yield the CPU to another node's.
+ */
+static u64 prev_vtime(s32 cpu, struct task_struct *prev)
+{
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	struct task_ctx *tctx;
+	u64 now = now_ns(), v;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || prev->nr_cpus_allowed == 1 ||
+	    is_migration_disabled(prev) || !cctx)
+		return (u64)-1;
+	tctx = task_ctx(prev);
+	if (!tctx || tctx->mem_node >= 0)
+		return (u64)-1;
+	v = tctx->vtime;
+	if (cctx->running_since && now > cctx->running_since)
+		v += vtime_of(tctx, now - cctx->running_since);
+	return v;
+}
+
+/*
+ * Serve @node's shared queue on @cpu. A plain FIFO shared by several CPUs gives every task
+ * one turn per wait, so tasks with short (low-weight) turns come round more often and weights
+ * flatten. So the task with the least vtime among the first SHARED_PICK_WINDOW goes first,
+ * but the head goes first once it has waited SHARED_PICK_WAIT_SLICES slices.
+ *
+ * Why nothing starves: every task behind the head entered the queue after it and has waited
+ * less, so once a task has waited that long so has every task ahead of it, and from then on
+ * the queue is served in FIFO order up to it. No task waits more than that bound plus what
+ * plain FIFO would have made it wait.
+ *
+ * Only tasks allowed on @cpu are chosen (the same mask checks as steal_from); if the chosen
+ * one has left the queue meanwhile, or none fits, the FIFO move at the end serves.
+ */
+__noinline int shared_pick(s32 cpu, u32 node)
+{
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	u64 dsq = shared_dsq(node), now = now_ns(), best = (u64)-1;
+	struct task_struct *p;
+
+	if (!cctx)
+		return 0;
+	if (scx_bpf_dsq_nr_queued(dsq) < 2)
+		return scx_bpf_dsq_move_to_local(dsq, 0);
+	/* Scratch in memory, not registers: see steal_from. */
+	cctx->pick_seen = 0;
+	cctx->pick_pid = -1;
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		struct task_ctx *tctx = task_ctx(p);
+
+		/* The head has waited long enough (or is unknown): FIFO (pick_pid stays -1). */
+		if (!cctx->pick_seen && (!tctx || !tctx->ready_at ||
+		    now - tctx->ready_at >= SHARED_PICK_WAIT_SLICES * slice_ns))
+			break;
+		if (++cctx->pick_seen > SHARED_PICK_WINDOW)
+			break;
+		if (!tctx || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || is_migration_disabled(p))
+			continue;
+		if (tctx->vtime < best) {
+			best = tctx->vtime;
+			cctx->pick_pid = p->pid;
+		}
+	}
+	if (cctx->pick_pid >= 0) {
+		cctx->pick_seen = 0;
+		bpf_for_each(scx_dsq, p, dsq, 0) {
+			if (++cctx->pick_seen > SHARED_PICK_WINDOW)
+				break;
+			if (p->pid != cctx->pick_pid)
+				continue;
+			/* Still queued here (the move checks) and allowed on @cpu (checked above;
+			 * an affinity change dequeues the task first, so the check still holds). */
+			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
+				return 1;
+			break;
+		}
+	}
+	return scx_bpf_dsq_move_to_local(dsq, 0);
+}
+
+/*
+ * Nothing else to run: the previous task keeps the CPU with a fresh slice (the kernel keeps
+ * a runnable prev whose slice ops.dispatch refilled), unless it is on a non-proc and may run
+ * on a proc, or is away from home: then it is left alone, and SCX_OPS_ENQ_LAST hands it to
+ * ops.enqueue, which moves it.
+ */
+static void keep_prev(s32 cpu, struct task_struct *prev)
+{
+	struct task_ctx *tctx;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED))
+		return;
+	if (!is_proc(cpu) && prev->nr_cpus_allowed > 1 && !is_migration_disabled(prev) &&
+	    proc_for(prev) >= 0)
+		return;
+	tctx = task_ctx(prev);
+	if (away_from_home(tctx, node_of(cpu)))
+		return;
+	scx_bpf_task_set_slice(prev, task_slice(tctx));
+	stat_add(ST_DISP_KEEP_PREV, 1);
+}
+
+/* A CPU woken by wakep reached dispatch: the node may kick another. Returns whether it was. */
+static __always_inline bool clear_kicked(struct cpu_ctx *cctx, u32 node)
+{
+	if (!cctx->kicked)
+		return false;
+	cctx->kicked = 0;
+	node_kick_at[node_idx(node)] = 0;
+	return true;
+}
+
+/* A non-proc runs only its own queue: tasks allowed on no proc (see evict_from). */
+static __always_inline void dispatch_non_proc(s32 cpu, struct task_struct *prev)
+{
+	if (scx_bpf_dsq_nr_queued(cpu) > 0)
+		evict_from(cpu);
+	if (scx_bpf_dsq_move_to_local(cpu, 0))
+		stat_add(ST_DISP_LOCAL, 1);
+	else
+		keep_prev(cpu, prev);
+}
+
+/* Go's fairness tick: serve the shared queue first now and then. */
+static __always_inline bool dispatch_fair_tick(struct cpu_ctx *cctx, u32 node)
+{
+	if (!fair_tick || cctx->schedtick % fair_tick != 0 ||
+	    !scx_bpf_dsq_move_to_local(shared_dsq(node), 0))
+		return false;
+	stat_add(ST_DISP_FAIR_TICK, 1);
+	return true;
+}
+
+void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
+{
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	u32 node = node_of(cpu);
+	bool was_kicked;
+
+	if (!cctx || test_stall)
+		return;
+	was_kicked = clear_kicked(cctx, node);
+	cctx->schedtick++;
+
+	if (!is_proc(cpu)) {
+		dispatch_non_proc(cpu, prev);
+		return;
+	}
+	if (dispatch_fair_tick(cctx, node))
+		return;
+	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
+		stat_add(ST_DISP_LOCAL, 1);
+		return;
+	}
+	if (nr_nodes > 1 && lag_steal(node, prev_vtime(cpu, prev))) {
+		stat_add(ST_DISP_LAG, 1);
+		return;
+	}
+	if (shared_pick(cpu, node)) {
+		stat_add(ST_DISP_SHARED, 1);
+		/* A woken CPU that found work passes the baton while work remains (Go's spinning). */
+		if (was_kicked && scx_bpf_dsq_nr_queued(shared_dsq(node)) > 0)
+			wakep_any(node);
+		return;
+	}
+	if (steal(cpu, node)) {
+		if (was_kicked)
+			wakep_any(node);
+		return;
+	}
+	keep_prev(cpu, prev);
+}

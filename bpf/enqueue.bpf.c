@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ops.enqueue: which queue a runnable task joins, as a ladder of cases; and wakeup
+ * preemption with the queue-jump budget that bounds it.
+ *
+ * Invariants: a task enters cpu_dsq[c] only if it may run on c (enq.cpu is the task's CPU,
+ * checked against p->cpus_ptr, or a proc picked from it), and shared_dsq[n] only if it may run
+ * on a CPU of node n (n is the node of such a CPU).
+ */
+
+/* Jumping wakees may run half a slice per in-order start (see wakeup_preempt). Untuned. */
+static u32 jump_budget_us(void)
+{
+	u64 us = slice_ns / 2000;
+
+	return us < JUMP_US_MAX ? us : JUMP_US_MAX;
+}
+
+/*
+ * Interactive: its last burst or its average burst was short. The average keeps a periodic
+ * task interactive through the odd long burst (catching up after a delay, an interrupt storm);
+ * the last burst lets a task that changed its ways count at once.
+ */
+static bool interactive(struct task_ctx *tctx)
+{
+	return tctx->last_burst_ns < wakeup_preempt_ns || tctx->avg_burst_ns < wakeup_preempt_ns;
+}
+
+/* Charge @us to this CPU's jump budget, saturating. */
+static __always_inline void charge_jump(struct cpu_ctx *cctx, u64 us)
+{
+	us += cctx->jump_us;
+	cctx->jump_us = us < JUMP_US_MAX ? us : JUMP_US_MAX;
+}
+
+/*
+ * Wakeup preemption (not in Go, which leaves it to sysmon's 10 ms): an interactive task
+ * waking on a busy CPU preempts the current task there, which goes back to the head of this
+ * CPU's queue with the rest of its turn (ST_ENQ_RESUMED), so frequent wakeups cannot shrink a
+ * heavy task's share. If the current task is interactive too and inside its first
+ * wakeup_preempt_ns, it will sleep soon: the wakee is queued at the head (ST_WAKE_HEAD).
+ *
+ * Why no waiting task starves: both are queue jumps, and what a jump costs the tasks waiting
+ * in order is the CPU time the wakee runs. Once jumping wakees have run jump_budget_us here
+ * since a task that waited in order last started, wakeups queue in order while tasks wait.
+ * A jump ahead of an interactive task gains little (it sleeps soon) and costs a context
+ * switch, so it is charged a quarter of the budget up front: at most 4 per in-order start.
+ *
+ * Callers pass a @cpu in p->cpus_ptr (checked under the task's rq lock), so LOCAL_ON is safe.
+ */
+static bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags)
+{
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+
+	if (!wakeup_preempt_ns || !(enq_flags & SCX_ENQ_WAKEUP) || !cctx || !tctx ||
+	    !cctx->running_pid || !interactive(tctx))
+		return false;
+	if (cctx->jump_us >= jump_budget_us() && scx_bpf_dsq_nr_queued(cpu) != 0) {
+		stat_add(ST_WAKE_NO_JUMP, 1);
+		return false;
+	}
+	tctx->jumped = JUMP_WAKEE;
+	if (cctx->running_interactive) {
+		charge_jump(cctx, jump_budget_us() / 4);
+		if (now_ns() - cctx->burst_base < wakeup_preempt_ns) {
+			scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags | SCX_ENQ_HEAD);
+			stat_add(ST_WAKE_HEAD, 1);
+			return true;
+		}
+	}
+	cctx->wake_preempting = 1;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags | SCX_ENQ_PREEMPT);
+	stat_add(ST_PREEMPT_WAKEUP, 1);
+	return true;
+}
+
+/* One enqueue in progress: the task, its state, and the CPU and flags as the ladder refines them. */
+struct enq {
+	struct task_struct *p;
+	struct task_ctx *tctx;
+	u64 flags;
+	u64 runnext_slice;  /* the waker's slice, if select_cpu chose runnext; 0 otherwise */
+	s32 cpu;
+};
+
+/* Wake the queue's owner if it idles; otherwise one idle CPU that may steal. */
+static __always_inline void kick_owner(struct enq *e)
+{
+	if (scx_bpf_test_and_clear_cpu_idle(e->cpu)) {
+		scx_bpf_kick_cpu(e->cpu, SCX_KICK_IDLE);
+		stat_add(ST_KICK_IDLE, 1);
+	} else if (e->p->nr_cpus_allowed > 1) {
+		wakep(node_of(e->cpu), e->p->cpus_ptr);
+	}
+}
+
+/* Into e->cpu's own queue (cpu_dsq), with @slice and @extra flags. */
+static __always_inline void queue_local(struct enq *e, u64 slice, u64 extra, u32 stat)
+{
+	scx_bpf_dsq_insert(e->p, e->cpu, slice, e->flags | extra);
+	stat_add(stat, 1);
+	kick_owner(e);
+}
+
+/* Into the shared queue of e->cpu's node, and wake a CPU of the node for it. */
+static __always_inline void queue_shared(struct enq *e, u32 stat)
+{
+	u32 node = node_of(e->cpu);
+
+	scx_bpf_dsq_insert(e->p, shared_dsq(node), slice_ns, e->flags);
+	stat_add(stat, 1);
+	wakep(node, e->p->cpus_ptr);
+}
+
+/*
+ * SCX_ENQ_LAST for a task that may stay (keep_prev normally keeps those before it comes to
+ * this): back to this CPU's local DSQ. The CPU is already switching to idle, so kick it to
+ * pick the task up.
+ */
+static __always_inline void keep_running(struct enq *e)
+{
+	scx_bpf_dsq_insert(e->p, SCX_DSQ_LOCAL, task_slice(e->tctx), e->flags);
+	scx_bpf_kick_cpu(scx_bpf_task_cpu(e->p), 0);
+	stat_add(ST_DISP_KEEP_PREV, 1);
+}
+
+/* A task that may run only where it is: its own CPU's queue, or keep running there. */
+static __always_inline void queue_own_cpu(struct enq *e, u32 stat)
+{
+	if (e->flags & SCX_ENQ_LAST)
+		keep_running(e);
+	else
+		queue_local(e, slice_ns, 0, stat);
+}
+
+/* The task's CPU may have left its mask (affinity change): pick one inside it. */
+static __always_inline bool fix_cpu(struct enq *e)
+{
+	struct task_struct *p = e->p;
+
+	if (!bpf_cpumask_test_cpu(e->cpu, p->cpus_ptr))
+		e->cpu = bpf_cpumask_any_distribute(p->cpus_ptr);
+	if (e->cpu < 0 || e->cpu >= nr_cpus || e->cpu >= MAX_CPUS) {
+		scx_bpf_error("enqueue: %s[%d] has no usable CPU (%d)", p->comm, p->pid, e->cpu);
+		return false;
+	}
+	return true;
+}
+
+/* Pinned to one CPU (ksoftirqd, kworkers): a pinned waker must not wait behind a hog. */
+static __always_inline void enqueue_pinned(struct enq *e)
+{
+	if (e->flags & SCX_ENQ_LAST) {
+		keep_running(e);
+		return;
+	}
+	if (wakeup_preempt(e->p, e->tctx, e->cpu, e->flags))
+		return;
+	queue_local(e, slice_ns, 0, ST_ENQ_PINNED);
+}
+
+/*
+ * On a non-proc: ordinary work belongs on a proc, so retarget a proc the task may use; what
+ * may run on none stays on its own CPU (true: done).
+ */
+static __always_inline bool enqueue_off_procs(struct enq *e)
+{
+	s32 pc = proc_for(e->p);
+
+	if (pc < 0) {
+		queue_own_cpu(e, ST_ENQ_STRANDED);
+		return true;
+	}
+	if (e->flags & SCX_ENQ_LAST)
+		stat_add(ST_EVICTED, 1);
+	e->cpu = pc;
+	/* runnext and wakeup preemption target this CPU; it is not the waker's now. */
+	e->runnext_slice = 0;
+	e->flags &= ~SCX_ENQ_LAST;
+	return false;
+}
+
+/*
+ * Away from home (a steal moved it, or its memory is elsewhere) with room at home: go home.
+ * Wakeups were placed by select_cpu, which looked at home first.
+ */
+static __always_inline bool send_home(struct enq *e)
+{
+	s32 hc;
+
+	if ((e->flags & SCX_ENQ_WAKEUP) || !away_from_home(e->tctx, node_of(e->cpu)))
+		return false;
+	hc = idle_at_home(e->p, e->tctx->home_node);
+	if (hc < 0)
+		return false;
+	/* hc is in p->cpus_ptr (idle_at_home checked it): LOCAL_ON is safe. */
+	scx_bpf_dsq_insert(e->p, SCX_DSQ_LOCAL_ON | hc, slice_ns, e->flags);
+	scx_bpf_kick_cpu(hc, SCX_KICK_IDLE);
+	stat_add_on(hc, ST_PLACE_HOME, 1);
+	return true;
+}
+
+/*
+ * Preempted by a short wakeup: it keeps its place (the head of its CPU's queue) and the rest
+ * of its turn. Only the wakee's run time is charged to the jump budget: this turn was due.
+ */
+static __always_inline bool resume_turn(struct enq *e)
+{
+	if ((e->flags & SCX_ENQ_WAKEUP) || !e->tctx || !e->tctx->resume_ns)
+		return false;
+	e->tctx->jumped = JUMP_RESUMED;
+	queue_local(e, e->tctx->resume_ns, SCX_ENQ_HEAD, ST_ENQ_RESUMED);
+	return true;
+}
+
+/* Preempted (slice used up, sysmon kick) or yielded: Go sends it to the global queue's tail. */
+static __always_inline bool turn_used(struct enq *e)
+{
+	return !(e->flags & SCX_ENQ_WAKEUP) && e->p->scx.slice == 0;
+}
+
+/*
+ * runnext only while the local queue is empty: a head insertion ahead of waiting tasks could,
+ * with ping-pong pairs handing off on this CPU, keep a task at the tail waiting forever (Go
+ * moves a displaced runnext to the tail; a DSQ cannot be reordered here).
+ */
+static __always_inline bool enqueue_runnext(struct enq *e)
+{
+	struct cpu_ctx *cctx = cpu_ctx(e->cpu);
+
+	if (!e->runnext_slice || !cctx || e->cpu != bpf_get_smp_processor_id() ||
+	    scx_bpf_dsq_nr_queued(e->cpu) != 0)
+		return false;
+	cctx->runnext_pid = e->p->pid;
+	scx_bpf_dsq_insert(e->p, e->cpu, e->runnext_slice, e->flags | SCX_ENQ_HEAD);
+	stat_add(ST_ENQ_RUNNEXT, 1);
+	return true;
+}
+
+void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	struct enq e = { .p = p, .tctx = task_ctx(p), .flags = enq_flags,
+			 .cpu = scx_bpf_task_cpu(p) };
+
+	if (e.tctx) {
+		e.runnext_slice = e.tctx->runnext_slice;
+		e.tctx->runnext_slice = 0;
+	}
+	if (is_migration_disabled(p)) {		/* can run only where it is */
+		queue_own_cpu(&e, ST_ENQ_PINNED);
+		return;
+	}
+	if (!fix_cpu(&e))
+		return;
+	if (p->nr_cpus_allowed == 1) {
+		enqueue_pinned(&e);
+		return;
+	}
+	if (!is_proc(e.cpu) && enqueue_off_procs(&e))
+		return;
+	if (send_home(&e))
+		return;
+	if (e.flags & SCX_ENQ_LAST) {
+		keep_running(&e);
+		return;
+	}
+	if (e.flags & SCX_ENQ_REENQ) {		/* a higher class took the CPU */
+		queue_shared(&e, ST_ENQ_REENQ);
+		return;
+	}
+	if (resume_turn(&e))
+		return;
+	if (turn_used(&e)) {
+		queue_shared(&e, ST_ENQ_PREEMPTED);
+		return;
+	}
+	/*
+	 * Wakeups, new tasks and tasks re-queued by an attribute change use the local queue. When
+	 * it is full Go moves half of it to the global queue; a DSQ cannot be drained from
+	 * ops.enqueue (the rq lock is held), so the new task alone overflows and thieves
+	 * rebalance the rest.
+	 */
+	if (scx_bpf_dsq_nr_queued(e.cpu) >= local_cap) {
+		queue_shared(&e, ST_ENQ_OVERFLOW);
+		return;
+	}
+	if (enqueue_runnext(&e))
+		return;
+	if (wakeup_preempt(p, e.tctx, e.cpu, e.flags))
+		return;
+	queue_local(&e, slice_ns, 0, ST_ENQ_LOCAL);
+}

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The shared header of the BPF scheduler: knobs the loader sets, named constants, the state
+ * kept per CPU, per task and per cgroup, the globals and maps, and the small accessors every
+ * file uses. main.bpf.c includes it once, before the other files (one compilation unit; see
+ * docs/design.md for why).
+ */
+#ifndef __GMP_BPF_H
+#define __GMP_BPF_H
+
+#include <scx/common.bpf.h>
+#include "intf.h"
+
+/* ---- Knobs, set by the loader before load (see src/ for the flags) ---- */
+
+const volatile u32 nr_cpus = 1;           /* nr_cpu_ids, <= MAX_CPUS */
+const volatile u32 nr_nodes = 1;          /* <= MAX_NODES */
+const volatile u64 slice_ns = 10000000;   /* Go's forcePreemptNS, 10 ms */
+const volatile u64 preempt_ns = 10000000; /* sysmon preempts runs longer than this */
+const volatile u64 sysmon_ns = 0;         /* 0: adaptive, SYSMON_MIN_NS .. SYSMON_MAX_NS */
+const volatile u32 local_cap = 256;       /* Go's runq size */
+const volatile u32 fair_tick = 61;        /* Go's schedtick % 61 global-queue poll */
+const volatile u32 steal_max = 32;
+const volatile u32 numa_steal_min = 2;
+const volatile bool runnext_on = true;
+const volatile u64 wakeup_preempt_ns = 1000000; /* 0: wakeups never preempt */
+const volatile u32 cpu_node[MAX_CPUS];
+const volatile u32 cpu_llc[MAX_CPUS];
+const volatile bool numa_on = true;          /* false: --no-numa, the machine as one node */
+const volatile u32 node_rep_cpu[MAX_NODES];  /* one online CPU per node: a placement hint */
+const volatile bool cgroup_weights_on = true;
+const volatile u64 starve_warn_ns = 500000000ULL;
+/*
+ * TEST ONLY (--test-stall, hidden): stop dispatching so the kernel's watchdog must eject the
+ * scheduler. Never set in normal use.
+ */
+const volatile bool test_stall = false;
+
+/* The kernel's tick rate (libbpf reads it from the kernel config); 0 if the config is missing. */
+extern unsigned int CONFIG_HZ __kconfig __weak;
+
+/* ---- Named constants ---- */
+
+/* sysmon's adaptive period. Go's sysmon sleeps 20 us .. 10 ms; taken as is. */
+#define SYSMON_MIN_NS (20 * 1000ULL)
+#define SYSMON_MAX_NS (10 * 1000 * 1000ULL)
+/* Below this much slice left, a wakeup is not worth a runnext slot. Untuned. */
+#define RUNNEXT_MIN_NS (20 * 1000ULL)
+/* A wakep kick older than this is taken as lost. Untuned: well above a kick's latency. */
+#define WAKEP_PENDING_NS (2 * 1000 * 1000ULL)
+/* p->scx.weight and cpu.weight of nice 0 (the kernel's scale). */
+#define WEIGHT_ONE 100
+/* 16.16 fixed point for weight factors. */
+#define FP_ONE (1ULL << 16)
+/* Weighted slices are clamped to [SLICE_MIN_NS, SLICE_MAX_MUL * slice_ns]. Untuned bounds. */
+#define SLICE_MIN_NS (250 * 1000ULL)
+#define SLICE_MAX_MUL 16
+/* cgroup levels followed for weights; deeper levels count as their ancestor. Untuned. */
+#define MAX_CG_DEPTH 16
+/* sysmon looks at queue heads for the starvation warning this often. Untuned. */
+#define STARVE_SCAN_NS (10 * 1000 * 1000ULL)
+/* A task settles on a new home node after this many starts in a row there. Untuned. */
+#define HOME_ADOPT_RUNS 8
+/*
+ * shared_pick looks at the first SHARED_PICK_WINDOW tasks of a shared queue, unless the head
+ * has waited SHARED_PICK_WAIT_SLICES slices. Untuned: large enough to restore cpu.weight
+ * ratios in the VM, small enough to bound the wait (docs/design.md).
+ */
+#define SHARED_PICK_WINDOW 8
+#define SHARED_PICK_WAIT_SLICES 4
+/* lag_steal and the cross-node shared steal act once a lag or wait reaches this many slices. */
+#define LAG_SLICES 2
+/* Debt carried between turns is clamped to [-1, DEBT_MAX_TURNS] weighted slices. Untuned. */
+#define DEBT_MAX_TURNS 4
+/* cpu_ctx.jump_us is a u16. */
+#define JUMP_US_MAX 65535
+/* tctx->jumped: how a task came to be queued ahead of waiting tasks. */
+#define JUMP_WAKEE 1    /* an interactive wakeup that preempted or went to the head: charged */
+#define JUMP_RESUMED 2  /* the task such a wakeup preempted, resuming its turn: not charged */
+
+/* ---- State ---- */
+
+/* Per-CPU state, shared with the loader through the skeleton's bss. One cache line each. */
+struct cpu_ctx {
+	u64 running_since;  /* when the current scx_gmp task started; 0: none */
+	u64 schedtick;      /* ops.dispatch calls, drives the fair tick */
+	u64 burst_base;     /* now - burst_base: CPU time of the current task since it last slept */
+	s32 running_pid;
+	s32 runnext_pid;    /* the task in this CPU's runnext slot, 0: empty */
+	u32 queued;         /* cpu_dsq length at the last sysmon pass */
+	u32 steal_moved;    /* scratch: tasks moved by the steal in progress */
+	u32 pick_seen;      /* scratch: shared-queue entries looked at by shared_pick */
+	s32 pick_pid;       /* scratch: the entry shared_pick chose; -1: none */
+	u64 run_limit_ns;   /* sysmon preempts the current task after this (see sysmon_deadline) */
+	u8 kicked;          /* woken by wakep and not yet dispatching */
+	u8 sysmon_kicked;   /* the current task was preempted by sysmon */
+	u8 running_misplaced; /* a task that may run on a proc is running on a non-proc */
+	u8 wake_preempting; /* a wakeup was sent here to preempt the current task */
+	u16 jump_us;        /* CPU time (us) run here by jumping wakees since an in-order start */
+	u8 running_interactive; /* the current task is interactive (see interactive()) */
+	u8 stuck_passes;    /* sysmon passes that found no scx task running here and a task in its local DSQ or own queue */
+} __attribute__((aligned(64)));
+
+struct task_ctx {
+	u64 ready_at;       /* when the task last became runnable */
+	u64 runnext_slice;  /* set by select_cpu: the slice inherited from the waker */
+	u64 burst_ns;       /* CPU time since the task last slept */
+	u64 last_burst_ns;  /* CPU time it used between its last two sleeps */
+	u64 avg_burst_ns;   /* moving average of its bursts, each capped (see end_burst) */
+	u64 wslice;         /* slice from the task's weight and cgroup share, set at running */
+	s64 debt_ns;        /* CPU time run past (> 0) or short of (< 0) its slices while contended */
+	u64 turn_ns;        /* the slice of its current turn */
+	u64 turn_ran;       /* CPU time run in earlier parts of a turn split by wakeup preemption */
+	u64 resume_ns;      /* what a wakeup preemption left of its turn; 0: none */
+	u64 vtime;          /* weighted CPU time: ns run * slice_ns / wslice */
+	u64 cgid;           /* cgroup counted at runnable, undone at quiescent */
+	s32 home_node;      /* where its memory is, or where it has been running */
+	s32 mem_node;       /* the node its memory policy binds or prefers; -1: none */
+	s32 last_cpu;
+	u32 away_runs;      /* consecutive runs away from home_node */
+	u8 jumped;          /* queued ahead of waiting tasks (JUMP_WAKEE, JUMP_RESUMED); 0 at stopping */
+	u8 cg_counted;
+};
+
+/* Per-cgroup state for cpu.weight (see cg_account). */
+struct cgrp_ctx {
+	s64 child_weight_sum; /* weights of active child cgroups + WEIGHT_ONE per runnable task */
+	s64 nr_active;        /* active child cgroups + runnable tasks directly in this cgroup */
+	u64 weight;           /* cpu.weight, 1..10000, 100 by default */
+};
+
+/* ---- Globals (bss: the loader reads several of them) ---- */
+
+struct cpu_ctx cpu_ctxs[MAX_CPUS];
+u32 shared_queued[MAX_NODES];     /* shared_dsq lengths at the last sysmon pass */
+u32 busy_procs[MAX_NODES];        /* procs running a task, per node, at the last sysmon pass */
+u64 saturated_at;                 /* since when every proc has run a task with work waiting; 0: not */
+u64 saturated_ns;                 /* how long that has lasted, as of the last sysmon pass */
+u64 node_kick_at[MAX_NODES];      /* when wakep last kicked a CPU of the node; 0: none pending */
+u64 sysmon_interval_ns;
+u64 sysmon_next_at;                       /* when the sysmon timer fires next */
+u64 vclock;                               /* the highest vtime of a task that started */
+u64 starve_scan_at;
+struct gmp_wait_rec wait_recs[MAX_CPUS];  /* read and cleared by the loader each interval */
+s64 nr_runnable_total;                    /* runnable scx tasks counted for cgroup weights */
+s64 nr_task_ctxs, nr_cgrp_ctxs;           /* live entries of task_ctxs and cgrp_ctxs */
+s64 last_ctx_err;                         /* errno of the last failed state allocation */
+
+/*
+ * The processor set, written by the loader: proc_on[c] says whether CPU c is a proc,
+ * procs_subset that some CPU is not (false: the fast path), and procs_gen is bumped after
+ * each change. sysmon mirrors proc_on into procs_mask, the cpumask the idle-CPU kfuncs take
+ * (sync_procs_mask).
+ */
+u8 proc_on[MAX_CPUS];
+bool procs_subset;    /* 0: every CPU is a proc */
+u64 procs_gen;
+u64 procs_mask_gen;
+u32 node_procs[MAX_NODES];  /* procs per node, as of the last sync_procs_mask */
+private(GMP) struct bpf_cpumask __kptr *procs_mask;
+
+/* ---- Maps ---- */
+
+/*
+ * Task and cgroup state live in hash maps keyed by the task_struct's address and the
+ * cgroup's id, not in BPF local storage: freeing a local-storage map can deadlock CPU hotplug
+ * (docs/kernel-notes.md), a hash map's free cannot. The loader sizes task_ctxs from
+ * kernel.threads-max; a cgroup beyond cgrp_ctxs' capacity runs with the default weight.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, u64);
+	__type(value, struct cgrp_ctx);
+} cgrp_ctxs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);	/* resized by the loader before load */
+	__type(key, u64);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct gmp_pcpu_stats);
+} stats SEC(".maps");
+
+struct sysmon_timer {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct sysmon_timer);
+} sysmon_timer SEC(".maps");
+
+/* ---- Accessors ---- */
+
+/*
+ * The clock for every timestamp. Timestamps are compared across CPUs (a wait starts on the
+ * waker's CPU and ends on the runner's), so they come from bpf_ktime_get_ns(), one clock for
+ * all CPUs; scx_bpf_now() is a per-CPU cache with no cross-CPU guarantee.
+ */
+static __always_inline u64 now_ns(void)
+{
+	return bpf_ktime_get_ns();
+}
+
+/*
+ * Array indexes: clamp with a mask after an opaque barrier, so the compiler cannot drop the
+ * mask and the verifier sees the bound on the very register used for the access. CPU ids
+ * index arrays as unsigned values: a negative id becomes large and fails the bound.
+ */
+static __always_inline u32 cpu_idx(u32 c)
+{
+	barrier_var(c);
+	return c & (MAX_CPUS - 1);
+}
+
+static __always_inline u32 node_idx(u32 n)
+{
+	barrier_var(n);
+	return n & (MAX_NODES - 1);
+}
+
+static __always_inline struct cpu_ctx *cpu_ctx(s32 cpu)
+{
+	u32 c = cpu;
+
+	if (c >= MAX_CPUS)
+		return NULL;
+	/* The mask repeats the bound in a form the verifier cannot lose across registers. */
+	return &cpu_ctxs[cpu_idx(c)];
+}
+
+static __always_inline u32 node_of(s32 cpu)
+{
+	u32 c = cpu;
+
+	if (c >= MAX_CPUS)
+		return 0;
+	return cpu_node[cpu_idx(c)] & (MAX_NODES - 1);
+}
+
+static __always_inline u64 shared_dsq(u32 node)
+{
+	return SHARED_DSQ_BASE + node;
+}
+
+static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
+{
+	u64 key = (u64)p;
+
+	return bpf_map_lookup_elem(&task_ctxs, &key);
+}
+
+/* The slice a task keeps the CPU with: its weighted slice once it has one. */
+static __always_inline u64 task_slice(struct task_ctx *tctx)
+{
+	return tctx && tctx->wslice ? tctx->wslice : slice_ns;
+}
+
+/* @ran ns of CPU time as vtime: scaled by slice / weighted slice (see task_ctx.vtime). */
+static __always_inline u64 vtime_of(struct task_ctx *tctx, u64 ran)
+{
+	return ran * slice_ns / (tctx->wslice ? tctx->wslice : slice_ns);
+}
+
+static __always_inline bool is_proc(s32 cpu)
+{
+	u32 c = cpu;
+
+	if (!procs_subset)
+		return true;
+	return c < MAX_CPUS && proc_on[cpu_idx(c)];
+}
+
+/* One scheduler tick; 4 ms (HZ=250, Debian's and Ubuntu's) when the config is unknown. */
+static __always_inline u64 tick_ns(void)
+{
+	return CONFIG_HZ ? 1000000000ULL / CONFIG_HZ : 4000000ULL;
+}
+
+#endif /* __GMP_BPF_H */

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Placement: a task's home node, the NUMA-aware idle pick, wakep (waking one idle CPU for new
+ * work), and ops.select_cpu (runnext, or an idle proc of the home node).
+ *
+ * Invariant: a CPU handed back to the kernel as a direct dispatch target was picked from
+ * p->cpus_ptr (ANDed with the procs), so SCX_DSQ_LOCAL there respects the task's mask.
+ */
+
+/*
+ * Go's wakep(): wake one idle CPU of @node for new work, but only if no CPU kicked earlier is
+ * still on its way (Go allows one new spinning M at a time). The kicked CPU clears the
+ * pending mark when it reaches ops.dispatch, and may call wakep again if work remains, so
+ * idle CPUs wake in a chain rather than a storm. A stale mark expires after
+ * WAKEP_PENDING_NS so a lost kick cannot block wakeups.
+ */
+static void wakep(u32 node, const struct cpumask *allowed)
+{
+	u64 now = now_ns(), last;
+	struct cpu_ctx *cctx;
+	s32 cpu;
+
+	node = node_idx(node);
+	last = node_kick_at[node];
+	if (last && now - last < WAKEP_PENDING_NS)
+		return;
+	/* Only procs are woken for shared work; a non-proc serves nothing but its own queue. */
+	if (procs_subset)
+		allowed = cast_mask(procs_mask);
+	if (!allowed)
+		return;
+	cpu = numa_on ? __COMPAT_scx_bpf_pick_idle_cpu_node(allowed, node, 0) :
+			scx_bpf_pick_idle_cpu(allowed, 0);
+	if (cpu < 0)
+		return;
+	node_kick_at[node_idx(node_of(cpu))] = now;
+	cctx = cpu_ctx(cpu);
+	if (cctx)
+		cctx->kicked = 1;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	stat_add(ST_KICK_IDLE, 1);
+}
+
+/* wakep over every online CPU, for callers without a task at hand. */
+static void wakep_any(u32 node)
+{
+	const struct cpumask *online = scx_bpf_get_online_cpumask();
+
+	wakep(node, online);
+	scx_bpf_put_cpumask(online);
+}
+
+/*
+ * The node @p's memory policy binds it to or prefers (numactl --membind/--preferred), or -1.
+ * The kernel's NUMA balancing never scans sched_ext tasks (it runs from the fair class's
+ * tick), so the memory policy is the signal a task's memory placement gives us.
+ */
+static s32 mem_node_of(struct task_struct *p)
+{
+	struct mempolicy *mp = BPF_CORE_READ(p, mempolicy);
+	u64 bits;
+	u16 mode;
+	u32 n;
+
+	if (!mp)
+		return -1;
+	mode = BPF_CORE_READ(mp, mode);
+	if (mode != MPOL_BIND && mode != MPOL_PREFERRED && mode != MPOL_PREFERRED_MANY)
+		return -1;
+	bits = BPF_CORE_READ(mp, nodes.bits[0]);
+	if (!bits)
+		return -1;
+	n = ilog2_u64(bits & -bits);  /* the lowest node of the mask */
+	return n < nr_nodes ? (s32)n : -1;
+}
+
+static __always_inline bool away_from_home(struct task_ctx *tctx, u32 node)
+{
+	return numa_on && tctx && tctx->home_node >= 0 && tctx->home_node < nr_nodes &&
+	       tctx->home_node != node;
+}
+
+/*
+ * The home node follows the task once it has settled elsewhere (HOME_ADOPT_RUNS starts in a
+ * row), unless its memory policy or the kernel's NUMA balancing names a node: then that node
+ * is home. Called as the task starts on @node.
+ */
+static void update_home(struct task_struct *p, struct task_ctx *tctx, s32 node)
+{
+	if (tctx->mem_node >= 0) {
+		tctx->home_node = tctx->mem_node;
+	} else if (numa_on && bpf_core_field_exists(p->numa_preferred_nid)) {
+		s32 pref = BPF_CORE_READ(p, numa_preferred_nid);
+
+		if (pref >= 0 && pref < nr_nodes)
+			tctx->home_node = pref;
+	}
+	if (tctx->home_node < 0 || tctx->home_node == node) {
+		tctx->home_node = node;
+		tctx->away_runs = 0;
+		stat_add(ST_NUMA_LOCAL, 1);
+	} else {
+		stat_add(ST_NUMA_REMOTE, 1);
+		if (++tctx->away_runs >= HOME_ADOPT_RUNS) {
+			tctx->home_node = node;
+			tctx->away_runs = 0;
+		}
+	}
+}
+
+/* An idle proc of node @home that @p may use, claimed; -1 if there is none. */
+static s32 idle_at_home(struct task_struct *p, s32 home)
+{
+	const struct cpumask *procs;
+	s32 cpu;
+
+	if (!procs_subset)
+		return __COMPAT_scx_bpf_pick_idle_cpu_node(p->cpus_ptr, home, 0);
+	/* Separate calls per mask kind: the verifier wants one pointer type per call site. */
+	procs = cast_mask(procs_mask);
+	if (!procs)
+		return -1;
+	cpu = __COMPAT_scx_bpf_pick_idle_cpu_node(procs, home, 0);
+	if (cpu >= 0 && !bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
+		/* Claimed but unusable for @p: wake it so it goes idle again properly. */
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return -1;
+	}
+	return cpu;
+}
+
+/*
+ * NUMA-aware idle pick among @allowed (procs, or the task's own mask when every CPU is a
+ * proc): the home node first (the previous CPU, its LLC, then the node, in the kernel's
+ * order), other nodes only when the home node has no idle CPU and the task would otherwise
+ * queue behind at least numa_steal_min - 1 others there: a short wait at home is cheaper than
+ * running every memory access remotely. Returns a claimed idle CPU or a negative value.
+ */
+static s32 pick_idle(struct task_struct *p, s32 prev_cpu, u64 wake_flags, s32 home,
+		     const struct cpumask *allowed)
+{
+	s32 hint = prev_cpu, cpu;
+	u32 backlog;
+
+	if (!numa_on || nr_nodes < 2)
+		return scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, allowed, 0);
+	/* A task moved away by a steal goes home when home has room (hint: a home CPU). */
+	if (home >= 0 && home < nr_nodes && home != node_of(prev_cpu))
+		hint = node_rep_cpu[node_idx(home)];
+	cpu = scx_bpf_select_cpu_and(p, hint, wake_flags, allowed, SCX_PICK_IDLE_IN_NODE);
+	if (cpu >= 0)
+		return cpu;
+	backlog = scx_bpf_dsq_nr_queued(shared_dsq(node_of(hint)));
+	if ((u32)hint < nr_cpus)
+		backlog += scx_bpf_dsq_nr_queued(hint);
+	if (backlog + 1 < numa_steal_min)
+		return -1;
+	return scx_bpf_select_cpu_and(p, hint, wake_flags, allowed, 0);
+}
+
+/*
+ * runnext: a synchronous wakeup by the scx_gmp task running here. The wakee goes to the head
+ * of this CPU's queue (ops.enqueue puts it there) and inherits the waker's remaining slice,
+ * so a chain of hand-offs shares one slice and cannot hold the queue head for longer than
+ * slice_ns. Returns this CPU, or -1 if the wakeup does not qualify.
+ */
+static __always_inline s32 select_runnext(struct task_struct *p, struct task_ctx *tctx,
+					  u64 wake_flags)
+{
+	struct task_struct *cur;
+	struct cpu_ctx *cctx;
+	s32 this_cpu;
+
+	if (!runnext_on || !tctx || !(wake_flags & SCX_WAKE_SYNC))
+		return -1;
+	cur = bpf_get_current_task_btf();
+	this_cpu = bpf_get_smp_processor_id();
+	cctx = cpu_ctx(this_cpu);
+	if (!cctx || !cur || cctx->running_pid != cur->pid || cur->pid == p->pid ||
+	    cur->scx.slice < RUNNEXT_MIN_NS || !is_proc(this_cpu) ||
+	    !bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr))
+		return -1;
+	tctx->runnext_slice = cur->scx.slice;
+	return this_cpu;
+}
+
+/* An idle CPU for @p among the procs it may use (claimed), or a negative value. */
+static __always_inline s32 select_idle(struct task_struct *p, s32 prev_cpu, u64 wake_flags,
+				       s32 home)
+{
+	const struct cpumask *procs;
+
+	if (!procs_subset)
+		return pick_idle(p, prev_cpu, wake_flags, home, p->cpus_ptr);
+	/* select_cpu_and() ANDs procs with p->cpus_ptr: only a proc can be picked. */
+	procs = cast_mask(procs_mask);
+	return procs ? pick_idle(p, prev_cpu, wake_flags, home, procs) : -1;
+}
+
+s32 BPF_STRUCT_OPS(gmp_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	s32 cpu, home = tctx ? tctx->home_node : -1;
+
+	cpu = select_runnext(p, tctx, wake_flags);
+	if (cpu >= 0)
+		return cpu;
+	cpu = select_idle(p, prev_cpu, wake_flags, home);
+	if (cpu < 0 || test_stall)
+		return cpu < 0 ? prev_cpu : cpu;
+
+	/* The kernel claimed an idle CPU from p->cpus_ptr (and procs): run there now. */
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+	stat_add(ST_ENQ_DIRECT_IDLE, 1);
+	stat_add_on(cpu, home < 0 || node_of(cpu) == home ? ST_PLACE_HOME : ST_PLACE_REMOTE, 1);
+	return cpu;
+}

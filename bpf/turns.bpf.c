@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Turns: what happens as a task becomes runnable, starts, stops and sleeps. A turn's slice is
+ * the task's weighted slice, corrected by the debt of earlier turns (preemption lands late,
+ * on a tick or an IPI) so that turns average the weighted slice; sysmon's deadline for the
+ * turn; bursts (CPU time between sleeps) for interactivity; vtime (weighted CPU time) for the
+ * shared queues; the wait and migration counters.
+ */
+
+void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (!tctx)
+		tctx = task_ctx_create(p);	/* init_task could not allocate it */
+	if (!tctx)
+		return;
+	tctx->ready_at = now_ns();
+	if (numa_on && nr_nodes > 1)
+		tctx->mem_node = mem_node_of(p);
+	/* A sleeper (or a new task) comes back at most one slice behind the busiest. */
+	if (tctx->vtime + slice_ns < vclock)
+		tctx->vtime = vclock - slice_ns;
+	cg_runnable(p, tctx);
+}
+
+void BPF_STRUCT_OPS(gmp_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (tctx)
+		cg_quiescent(tctx);
+}
+
+/*
+ * When sysmon preempts a run whose slice is @slice and whose preemption limit is @limit, for
+ * a task whose full weighted slice is @wslice. A limit inside the slice is sysmon's alone.
+ * Otherwise the slice runs out first and the CPU's own tick ends the turn, locally; a sysmon
+ * kick would be a cross-CPU IPI doing the same a little earlier, so sysmon waits one tick past
+ * the slice, as the backstop for a tick that does not come. The overrun (up to a tick) is paid
+ * back from the next turn (settle_debt), which works while it is at most half a turn: tasks
+ * whose weighted slice is under two ticks keep the exact deadline. The test is on @wslice, not
+ * on this turn's @slice, which is shorter while it pays back the last turn's overrun.
+ */
+static __always_inline u64 sysmon_deadline(u64 limit, u64 slice, u64 wslice)
+{
+	u64 tick = tick_ns(), backstop = slice + tick;
+
+	if (limit < slice || wslice < 2 * tick)
+		return limit;
+	return limit > backstop ? limit : backstop;
+}
+
+/*
+ * A task with a short weighted limit started: make sure sysmon looks at it in time, or a
+ * low-weight task would run on to the next tick and its share would grow.
+ */
+static void sysmon_rearm(u64 now, u64 limit)
+{
+	struct sysmon_timer *st;
+	u32 zero = 0;
+
+	if (limit >= preempt_ns || now + limit + SYSMON_MIN_NS >= sysmon_next_at)
+		return;
+	st = bpf_map_lookup_elem(&sysmon_timer, &zero);
+	if (!st)
+		return;
+	sysmon_next_at = now + limit;
+	bpf_timer_start(&st->timer, limit, 0);
+}
+
+/* Mark @cpu as running @p from @now; returns whether @p came through the runnext slot. */
+static __always_inline bool start_on_cpu(struct cpu_ctx *cctx, s32 cpu, struct task_struct *p,
+					 struct task_ctx *tctx, u64 now)
+{
+	bool runnext = false;
+
+	cctx->running_since = now;
+	cctx->running_pid = p->pid;
+	cctx->burst_base = now - (tctx ? tctx->burst_ns : 0);
+	if (cctx->runnext_pid == p->pid) {
+		cctx->runnext_pid = 0;
+		runnext = true;
+		stat_add(ST_DISP_RUNNEXT, 1);
+	}
+	/* A task that could run on a proc but landed here: sysmon moves it (see sysmon_fn). */
+	cctx->running_misplaced = !is_proc(cpu) && p->nr_cpus_allowed > 1 && proc_for(p) >= 0;
+	return runnext;
+}
+
+/* An in-order start resets this CPU's jump budget; note whether the runner is interactive. */
+static __always_inline void note_jump_state(struct cpu_ctx *cctx, struct task_ctx *tctx)
+{
+	if (!tctx || !tctx->jumped)
+		cctx->jump_us = 0;
+	cctx->running_interactive = tctx && interactive(tctx);
+}
+
+/* A task without state: its weighted slice, no debt. */
+static __always_inline void start_untracked(struct cpu_ctx *cctx, struct task_struct *p, u64 cgf)
+{
+	u64 slice = weighted(slice_ns, p, cgf);
+
+	cctx->run_limit_ns = sysmon_deadline(weighted(preempt_ns, p, cgf), slice, slice);
+	scx_bpf_task_set_slice(p, slice);
+}
+
+/*
+ * This turn's slice: the rest of a turn a wakeup preempted (turn_ran keeps what it ran
+ * before), or the weighted slice less what earlier turns overran (or plus what they fell
+ * short), so that the time per turn averages wslice.
+ */
+static __always_inline u64 next_turn(struct task_ctx *tctx)
+{
+	u64 turn = tctx->wslice;
+
+	if (tctx->resume_ns) {
+		turn = tctx->resume_ns;
+		tctx->resume_ns = 0;
+		return turn;
+	}
+	tctx->turn_ran = 0;
+	if (tctx->debt_ns > 0)
+		turn = (u64)tctx->debt_ns + SLICE_MIN_NS >= turn ? SLICE_MIN_NS :
+								 turn - tctx->debt_ns;
+	else if (tctx->debt_ns < 0)
+		turn += (u64)-tctx->debt_ns;
+	return turn;
+}
+
+/*
+ * Start a turn: weighted slice, this turn's slice (a runnext task keeps the shorter slice it
+ * inherited from its waker), and sysmon's deadline, scaled with the turn.
+ */
+static __always_inline void start_turn(struct cpu_ctx *cctx, struct task_struct *p,
+				       struct task_ctx *tctx, u64 cgf, bool runnext, u64 now)
+{
+	u64 turn, limit;
+
+	tctx->wslice = weighted(slice_ns, p, cgf);
+	turn = next_turn(tctx);
+	tctx->turn_ns = turn;
+	if (!runnext || p->scx.slice > turn)
+		scx_bpf_task_set_slice(p, turn);
+	limit = turn * preempt_ns / slice_ns;
+	if (limit < SLICE_MIN_NS)
+		limit = SLICE_MIN_NS;
+	/* p->scx.slice is the slice in force: turn, or the shorter one a runnext task inherited. */
+	cctx->run_limit_ns = sysmon_deadline(limit, p->scx.slice, tctx->wslice);
+	sysmon_rearm(now, cctx->run_limit_ns);
+}
+
+/*
+ * Deficit round robin for pinned tasks, whose per-CPU queue is FIFO: a task that owes a
+ * whole turn (preemption landed late, turn after turn) gives this one back at once while
+ * others wait here, paying a turn of its debt; otherwise a low-weight pinned task would run
+ * at least the preemption latency every round. The debt is capped (DEBT_MAX_TURNS), so at
+ * most that many turns in a row are given back. Unpinned tasks need no give-back: the shared
+ * queues serve the least vtime first, and an overrun turn raises the task's vtime.
+ */
+static __always_inline void give_back_owed_turn(struct task_struct *p, struct task_ctx *tctx,
+						s32 cpu)
+{
+	if (p->nr_cpus_allowed == 1 && !tctx->turn_ran && tctx->debt_ns >= (s64)tctx->wslice &&
+	    scx_bpf_dsq_nr_queued(cpu) > 0) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		stat_add(ST_TURN_GIVEN_BACK, 1);
+	}
+}
+
+/* The wait that ended now: histogram, longest-wait record, starvation count. */
+static __always_inline void note_started_wait(struct task_struct *p, struct task_ctx *tctx,
+					      s32 cpu, u64 now)
+{
+	u64 wait;
+
+	if (!tctx->ready_at)
+		return;
+	/* One clock for all CPUs (now_ns); the guard only keeps a racing update from wrapping. */
+	wait = now > tctx->ready_at ? now - tctx->ready_at : 0;
+	record_latency(wait);
+	note_wait(cpu, p, wait, 0);
+	if (starve_warn_ns && wait >= starve_warn_ns)
+		stat_add(ST_STARVE_OVER, 1);
+	tctx->ready_at = 0;
+}
+
+static __always_inline void count_migration(struct task_ctx *tctx, s32 cpu, s32 node)
+{
+	if (tctx->last_cpu >= 0 && tctx->last_cpu != cpu) {
+		stat_add(ST_MIGRATIONS, 1);
+		if (node_of(tctx->last_cpu) != node)
+			stat_add(ST_MIGRATIONS_NODE, 1);
+	}
+	tctx->last_cpu = cpu;
+}
+
+void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	struct task_ctx *tctx = task_ctx(p);
+	u64 now = now_ns(), cgf = FP_ONE;
+	s32 node = node_of(cpu);
+	bool runnext;
+
+	if (!cctx)
+		return;
+	runnext = start_on_cpu(cctx, cpu, p, tctx, now);
+	if (cgroup_weights_on)
+		cgf = cg_factor(p);
+	note_jump_state(cctx, tctx);
+	if (!tctx) {
+		start_untracked(cctx, p, cgf);
+		return;
+	}
+	start_turn(cctx, p, tctx, cgf, runnext, now);
+	give_back_owed_turn(p, tctx, cpu);
+	if (tctx->vtime > vclock)
+		vclock = tctx->vtime;
+	note_started_wait(p, tctx, cpu, now);
+	count_migration(tctx, cpu, node);
+	update_home(p, tctx, node);
+}
+
+/*
+ * The task slept: its burst ended. Each burst enters the average capped at twice the
+ * interactivity threshold, so one long burst cannot undo a history of short ones alone.
+ */
+static void end_burst(struct task_ctx *tctx)
+{
+	u64 b = tctx->burst_ns, cap = 2 * wakeup_preempt_ns;
+
+	tctx->last_burst_ns = b;
+	tctx->avg_burst_ns = tctx->avg_burst_ns - tctx->avg_burst_ns / 8 + (b < cap ? b : cap) / 8;
+	tctx->burst_ns = 0;
+	tctx->debt_ns = 0;
+}
+
+/* A contended turn ended: carry what it ran past (or short of) wslice, within bounds. */
+static void settle_debt(struct task_ctx *tctx, u64 ran)
+{
+	s64 d = tctx->debt_ns + (s64)ran - (s64)tctx->wslice;
+	s64 w = tctx->wslice;
+
+	if (d > DEBT_MAX_TURNS * w)
+		d = DEBT_MAX_TURNS * w;
+	if (d < -w)
+		d = -w;
+	tctx->debt_ns = d;
+}
+
+/* Charge @ran ns just run on this CPU: busy time, jump budget, burst, vtime, turn and debt. */
+static __always_inline void charge_run(struct cpu_ctx *cctx, struct task_ctx *tctx, u64 ran,
+				       bool runnable)
+{
+	stat_add(ST_BUSY_NS, ran);
+	if (!tctx)
+		return;
+	/* Rounded up: even the shortest jump costs 1 us of the budget. */
+	if (tctx->jumped == JUMP_WAKEE)
+		charge_jump(cctx, (ran + 999) / 1000);
+	tctx->burst_ns += ran;
+	tctx->vtime += vtime_of(tctx, ran);
+	/* A turn split by wakeup preemptions is one turn: only the whole is weighed. */
+	if (runnable && cctx->wake_preempting && tctx->turn_ns > ran + SLICE_MIN_NS) {
+		tctx->resume_ns = tctx->turn_ns - ran;
+		tctx->turn_ran += ran;
+	} else if (runnable && tctx->wslice) {
+		settle_debt(tctx, tctx->turn_ran + ran);
+	}
+}
+
+void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	u64 now = now_ns();
+	struct task_ctx *tctx;
+
+	if (!cctx)
+		return;
+	tctx = task_ctx(p);
+	if (cctx->running_since && now > cctx->running_since)
+		charge_run(cctx, tctx, now - cctx->running_since, runnable);
+	/* A task that sleeps ends its burst (remember how long it was) and owes nothing. */
+	if (tctx && !runnable)
+		end_burst(tctx);
+	cctx->running_since = 0;
+	cctx->running_pid = 0;
+	if (tctx)
+		tctx->jumped = 0;
+	if (runnable) {
+		if (tctx)
+			tctx->ready_at = now;
+		/* A wakeup preemption zeroes the slice too; it is counted as ST_PREEMPT_WAKEUP. */
+		if (p->scx.slice == 0 && !cctx->wake_preempting)
+			stat_add(cctx->sysmon_kicked ? ST_PREEMPT_SYSMON : ST_PREEMPT_SLICE, 1);
+	}
+	cctx->wake_preempting = 0;
+	cctx->sysmon_kicked = 0;
+}
