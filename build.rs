@@ -1,8 +1,10 @@
-// Compiles bpf/main.bpf.c into a libbpf-rs skeleton, with the scx BPF headers taken from the
-// scx_cargo crate at build time. The clang to use comes from BPF_CLANG (.cargo/config.toml).
+// Compiles bpf/main.bpf.c (which includes the other bpf/*.bpf.c) into a libbpf-rs skeleton
+// and generates the Rust side of bpf/intf.h, with the scx BPF headers taken from the scx_cargo
+// crate at build time. The clang to use comes from BPF_CLANG (.cargo/config.toml).
 fn main() {
     scx_cargo::BpfBuilder::new()
         .expect("failed to set up the BPF builder (is clang >= 18 installed? see scripts/setup.sh)")
+        .enable_intf("bpf/intf.h", "bpf_intf.rs")
         .enable_skel("bpf/main.bpf.c", "bpf")
         .compile_link_gen()
         .expect("failed to build the BPF scheduler");

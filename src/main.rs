@@ -1,5 +1,6 @@
 //! scx_gmp: Go's GMP scheduler model as a sched_ext scheduler. See README.md.
 
+mod bpf_intf;
 mod bpf_skel;
 mod cli;
 mod metrics;

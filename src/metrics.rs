@@ -70,7 +70,7 @@ impl Metrics {
             restarts: g.restarts,
             task_ctxs: g.task_ctxs,
             cgrp_ctxs: g.cgrp_ctxs,
-            counter_names: STATS.iter().map(|(n, _)| n.to_string()).collect(),
+            counter_names: STATS.iter().map(|s| s.name.to_string()).collect(),
             cpus: sample
                 .per_cpu
                 .iter()
@@ -293,7 +293,8 @@ pub fn help_stats() -> String {
         let _ = writeln!(out, "  {n:<28} {d}");
     }
     out.push_str("Counters (deltas over the interval; per CPU with --stats-detail):\n");
-    for (n, d) in STATS {
+    for s in STATS {
+        let (n, d) = (s.name, s.help);
         let _ = writeln!(out, "  {n:<28} {d}");
     }
     out
@@ -355,7 +356,8 @@ mod tests {
     #[test]
     fn help_lists_every_counter() {
         let h = help_stats();
-        for (n, _) in STATS {
+        for s in STATS {
+            let n = s.name;
             assert!(h.contains(n), "{n}");
         }
     }

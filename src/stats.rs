@@ -1,145 +1,259 @@
 //! Counters from the BPF side: interval deltas, latency percentiles, and the two output
 //! formats (a schedtrace-style line and a JSON line).
 
+use crate::bpf_intf as intf;
 use serde_json::{json, Value};
 
-/// Counters in the order of `enum gmp_stat` in bpf/intf.h (checked by a test), with what
-/// each counts (`--help-stats`).
-pub const STATS: [(&str, &str); NR_STATS] = [
-    (
+/// One stat slot of `enum gmp_stat` (bpf/intf.h): its id, the name the output formats use,
+/// and what it counts (`--help-stats`).
+#[derive(Debug, Clone, Copy)]
+pub struct StatDesc {
+    pub id: intf::gmp_stat,
+    pub name: &'static str,
+    pub help: &'static str,
+}
+
+const fn stat(id: intf::gmp_stat, name: &'static str, help: &'static str) -> StatDesc {
+    StatDesc { id, name, help }
+}
+
+/// Slots per CPU and latency buckets, from bpf/intf.h.
+pub const NR_STATS: usize = intf::gmp_stat_GMP_NR_STATS as usize;
+pub const NR_LAT_BUCKETS: usize = intf::NR_LAT_BUCKETS as usize;
+
+/// Every stat slot, in the order of `enum gmp_stat`. The array's length is the enum's
+/// count, and the check below refuses to compile an entry out of place.
+pub const STATS: [StatDesc; NR_STATS] = [
+    stat(
+        intf::gmp_stat_ST_DISP_LOCAL,
         "disp_local",
         "dispatches from the CPU's own queue (runnext included)",
     ),
-    ("disp_runnext", "task starts through the runnext slot"),
-    (
+    stat(
+        intf::gmp_stat_ST_DISP_RUNNEXT,
+        "disp_runnext",
+        "task starts through the runnext slot",
+    ),
+    stat(
+        intf::gmp_stat_ST_DISP_SHARED,
         "disp_shared",
         "dispatches from the node's shared queue (local queue empty)",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_DISP_FAIR_TICK,
         "disp_fair_tick",
         "dispatches from the shared queue first, on the fair tick",
     ),
-    ("disp_steal_llc", "steal events from a CPU of the same LLC"),
-    (
+    stat(
+        intf::gmp_stat_ST_DISP_STEAL_LLC,
+        "disp_steal_llc",
+        "steal events from a CPU of the same LLC",
+    ),
+    stat(
+        intf::gmp_stat_ST_DISP_STEAL_NODE,
         "disp_steal_node",
         "steal events from a CPU of the same node, other LLC",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_DISP_STEAL_REMOTE,
         "disp_steal_remote",
         "steal events from another node (its CPUs or shared queue)",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_DISP_KEEP_PREV,
         "disp_keep_prev",
         "dispatches that found nothing: the previous task kept the CPU",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_STOLEN_TASKS,
         "stolen_tasks",
         "tasks moved by steals (a steal takes up to half a queue)",
     ),
-    ("enq_local", "wakeups queued on a CPU's local queue tail"),
-    ("enq_runnext", "wakeups put in the waker CPU's runnext slot"),
-    (
+    stat(
+        intf::gmp_stat_ST_ENQ_LOCAL,
+        "enq_local",
+        "wakeups queued on a CPU's local queue tail",
+    ),
+    stat(
+        intf::gmp_stat_ST_ENQ_RUNNEXT,
+        "enq_runnext",
+        "wakeups put in the waker CPU's runnext slot",
+    ),
+    stat(
+        intf::gmp_stat_ST_ENQ_OVERFLOW,
         "enq_overflow",
         "wakeups sent to the shared queue because the local queue was full",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_ENQ_PREEMPTED,
         "enq_preempted",
         "preempted or yielding tasks sent to the shared queue tail",
     ),
-    ("enq_direct_idle", "wakeups sent straight to an idle CPU"),
-    (
+    stat(
+        intf::gmp_stat_ST_ENQ_DIRECT_IDLE,
+        "enq_direct_idle",
+        "wakeups sent straight to an idle CPU",
+    ),
+    stat(
+        intf::gmp_stat_ST_ENQ_PINNED,
         "enq_pinned",
         "tasks that can run on one CPU only, queued there",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_ENQ_REENQ,
         "enq_reenq",
         "tasks re-queued because a higher class took their CPU",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_PREEMPT_SYSMON,
         "preempt_sysmon",
         "preemptions by sysmon (ran past --preempt-us with work waiting)",
     ),
-    ("preempt_slice", "slice expiries"),
-    ("kick_idle", "idle CPUs woken for new work"),
-    ("kick_preempt", "preempt kicks sent by sysmon"),
-    ("numa_local", "task starts on the task's home node"),
-    ("numa_remote", "task starts away from the task's home node"),
-    (
+    stat(
+        intf::gmp_stat_ST_PREEMPT_SLICE,
+        "preempt_slice",
+        "slice expiries",
+    ),
+    stat(
+        intf::gmp_stat_ST_KICK_IDLE,
+        "kick_idle",
+        "idle CPUs woken for new work",
+    ),
+    stat(
+        intf::gmp_stat_ST_KICK_PREEMPT,
+        "kick_preempt",
+        "preempt kicks sent by sysmon",
+    ),
+    stat(
+        intf::gmp_stat_ST_NUMA_LOCAL,
+        "numa_local",
+        "task starts on the task's home node",
+    ),
+    stat(
+        intf::gmp_stat_ST_NUMA_REMOTE,
+        "numa_remote",
+        "task starts away from the task's home node",
+    ),
+    stat(
+        intf::gmp_stat_ST_MIGRATIONS,
         "migrations",
         "task starts on another CPU than the task's last",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_MIGRATIONS_NODE,
         "migrations_node",
         "task starts on another node than the task's last",
     ),
-    ("sysmon_runs", "sysmon timer runs"),
-    ("busy_ns", "nanoseconds the CPU ran scx_gmp tasks"),
-    ("lat_sum_us", "sum of wakeup-to-run latencies (us)"),
-    ("lat_count", "wakeup-to-run latency samples"),
-    ("stolen_out", "tasks other CPUs stole from this CPU's queue"),
-    (
+    stat(
+        intf::gmp_stat_ST_SYSMON_RUNS,
+        "sysmon_runs",
+        "sysmon timer runs",
+    ),
+    stat(
+        intf::gmp_stat_ST_BUSY_NS,
+        "busy_ns",
+        "nanoseconds the CPU ran scx_gmp tasks",
+    ),
+    stat(
+        intf::gmp_stat_ST_LAT_SUM_US,
+        "lat_sum_us",
+        "sum of wakeup-to-run latencies (us)",
+    ),
+    stat(
+        intf::gmp_stat_ST_LAT_COUNT,
+        "lat_count",
+        "wakeup-to-run latency samples",
+    ),
+    stat(
+        intf::gmp_stat_ST_STOLEN_OUT,
+        "stolen_out",
+        "tasks other CPUs stole from this CPU's queue",
+    ),
+    stat(
+        intf::gmp_stat_ST_PREEMPT_WAKEUP,
         "preempt_wakeup",
         "interactive wakeups (bursts under --wakeup-preempt-us) that preempted the running task",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_PLACE_HOME,
         "place_home",
         "wakeups placed on an idle CPU of the task's home node",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_PLACE_REMOTE,
         "place_remote",
         "wakeups placed on an idle CPU of another node",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_ENQ_STRANDED,
         "enq_stranded",
         "tasks allowed on no proc, queued on their own CPU outside the procs",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_EVICTED,
         "evicted",
         "tasks moved off a CPU outside the procs to a proc's queue",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_STARVE_OVER,
         "starve_over",
         "tasks that waited longer than --starve-warn-ms before running",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_DISP_LAG,
         "disp_lag",
         "dispatches from another node's shared queue whose head trailed in weighted CPU time",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_ENQ_RESUMED,
         "enq_resumed",
         "tasks preempted by a wakeup, put back at their queue's head with the rest of their turn",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_WAKE_HEAD,
         "wake_head",
         "interactive wakeups queued at their CPU's head because the running task was short too",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_WAKE_NO_JUMP,
         "wake_no_jump",
         "interactive wakeups queued in order because their CPU had spent its queue-jump budget",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_CTX_ALLOC_FAIL,
         "ctx_alloc_fail",
         "task or cgroup states the BPF side could not allocate (map full or no memory)",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_KICK_STUCK,
         "kick_stuck",
         "kicks to CPUs running no scx_gmp task while a task sat in their kernel local queue \
          or their own queue for two sysmon passes (a lost wakeup if the CPU was idle)",
     ),
-    (
+    stat(
+        intf::gmp_stat_ST_TURN_GIVEN_BACK,
         "turn_given_back",
         "turns given back at once by a pinned task that owed a whole turn from late preemptions \
          (deficit round robin)",
     ),
 ];
-pub const NR_STATS: usize = 42;
-pub const NR_LAT_BUCKETS: usize = 100;
+
+const _: () = {
+    let mut i = 0;
+    while i < NR_STATS {
+        assert!(
+            STATS[i].id as usize == i,
+            "STATS is out of the order of enum gmp_stat"
+        );
+        i += 1;
+    }
+};
 
 /// Index of a counter by name; the names are fixed at compile time.
 fn idx(name: &str) -> usize {
     STATS
         .iter()
-        .position(|(n, _)| *n == name)
+        .position(|s| s.name == name)
         .expect("unknown stat name")
 }
 
@@ -515,20 +629,6 @@ impl Report<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_match_the_bpf_enum() {
-        let h = include_str!("../bpf/intf.h");
-        let start = h.find("enum gmp_stat").unwrap();
-        let end = h[start..].find("GMP_NR_STATS").unwrap() + start;
-        let names: Vec<String> = h[start..end]
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("ST_"))
-            .map(|l| l.split(',').next().unwrap().to_lowercase())
-            .collect();
-        let ours: Vec<&str> = STATS.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ours);
-    }
 
     #[test]
     fn bucket_bounds_match_bpf_bucketing() {

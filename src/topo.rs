@@ -4,8 +4,8 @@ use anyhow::{bail, Context, Result};
 use std::fmt::Write as _;
 
 /// Limits compiled into the BPF side (bpf/intf.h).
-pub const MAX_CPUS: usize = 512;
-pub const MAX_NODES: usize = 64;
+pub const MAX_CPUS: usize = crate::bpf_intf::MAX_CPUS as usize;
+pub const MAX_NODES: usize = crate::bpf_intf::MAX_NODES as usize;
 
 /// One online CPU's place in the machine.
 pub use crate::procs::Place as CpuPlace;
