@@ -113,7 +113,7 @@ t_f3b_hotplug_restart() {
     done ) &
   local tog=$!
   # An offline that has not returned in 60 s is a hang: dump the tasks (hang_dump). This is
-  # how the 6.16 and 6.18 hotplug deadlock described at task_ctxs in bpf/main.bpf.c was found.
+  # how the 6.16 and 6.18 hotplug deadlock described in docs/kernel-notes.md was found.
   ( while sleep 5; do
       [ -f "$stamp" ] || continue
       [ $(($(date +%s) - $(cat "$stamp" 2>/dev/null || date +%s))) -ge 60 ] || continue

@@ -37,7 +37,7 @@ hang_dump() {
 
 # local_storage_maps PID: ids of the BPF task and cgroup local-storage maps (types 29, 32)
 # the process holds. scx_gmp must hold none: freeing one while a CPU goes offline can
-# deadlock the kernel's CPU hotplug (see task_ctxs in bpf/main.bpf.c).
+# deadlock the kernel's CPU hotplug (see task_ctxs in bpf/gmp.bpf.h and docs/kernel-notes.md).
 local_storage_maps() {
   local f
   for f in /proc/"$1"/fdinfo/*; do
