@@ -3,9 +3,13 @@
 mod bpf_intf;
 mod bpf_skel;
 mod cli;
+mod counters;
+mod exit;
+mod load;
 mod metrics;
 mod preflight;
 mod procs;
+mod procs_ctl;
 mod rt_attach;
 mod run_cmd;
 mod sched;
