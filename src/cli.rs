@@ -3,6 +3,11 @@
 use crate::procs::ProcsSpec;
 use clap::{Parser, Subcommand};
 
+/// The largest --exit-dump-len: 16 MiB, 512 times the kernel's default dump (32 KiB). A
+/// buffer of this size is allocated at load time, so the bound keeps a typo from asking for
+/// gigabytes (4000000000 made the loader panic). Untuned beyond that.
+pub const EXIT_DUMP_LEN_MAX: u32 = 16 << 20;
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "scx_gmp",
@@ -107,8 +112,9 @@ pub struct Opts {
     #[arg(long)]
     pub help_stats: bool,
 
-    /// Size of the kernel's debug dump on an error exit (0: the kernel's default).
-    #[arg(long, default_value_t = 0)]
+    /// Size of the kernel's debug dump on an error exit, in bytes (0: the kernel's default).
+    #[arg(long, default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=EXIT_DUMP_LEN_MAX as i64))]
     pub exit_dump_len: u32,
 
     /// TEST ONLY: stop dispatching so that the kernel's watchdog ejects the scheduler.
@@ -168,6 +174,91 @@ pub fn one_line(err: &clap::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
+
+    /// The README's `## Flags` table: (long flag, default column) per flag it names.
+    fn readme_flags() -> Vec<(String, String)> {
+        let readme = include_str!("../README.md");
+        let table = readme
+            .split("\n## Flags")
+            .nth(1)
+            .expect("README.md has a ## Flags section");
+        let mut flags = Vec::new();
+        for row in table.lines().skip_while(|l| !l.starts_with('|')) {
+            if !row.starts_with('|') {
+                break;
+            }
+            let cols: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+            if cols.len() < 2 || !cols[0].starts_with('`') {
+                continue;
+            }
+            let names: Vec<&str> = cols[0].split(" / ").collect();
+            let defaults: Vec<&str> = cols[1].split(" / ").collect();
+            for (i, name) in names.iter().enumerate() {
+                let long = name
+                    .trim_matches('`')
+                    .split([',', ' '])
+                    .find(|t| t.starts_with("--"))
+                    .unwrap_or_else(|| panic!("no long flag in README row {row}"));
+                let default = defaults.get(i).or(defaults.first()).copied().unwrap_or("");
+                flags.push((long.to_string(), default.to_string()));
+            }
+        }
+        flags
+    }
+
+    #[test]
+    fn readme_flags_table_matches_help() {
+        let mut cmd = Opts::command();
+        cmd.build();
+        let readme = readme_flags();
+        let mut problems = Vec::new();
+        for arg in cmd.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if arg.is_hide_set() || long == "help" {
+                continue;
+            }
+            let flag = format!("--{long}");
+            let Some((_, doc)) = readme.iter().find(|(f, _)| *f == flag) else {
+                problems.push(format!("{flag} is in --help but not in the README table"));
+                continue;
+            };
+            let clap_default: Vec<String> = arg
+                .get_default_values()
+                .iter()
+                .map(|v| v.to_string_lossy().into_owned())
+                .collect();
+            let ok = match clap_default.as_slice() {
+                [] => true,
+                [d] if d == "false" => doc.is_empty() || doc == "off",
+                [d] => doc == d,
+                _ => false,
+            };
+            if !ok {
+                problems.push(format!(
+                    "{flag}: README says default '{doc}', --help says {clap_default:?}"
+                ));
+            }
+        }
+        for (flag, _) in &readme {
+            let known = cmd
+                .get_arguments()
+                .any(|a| a.get_long().is_some_and(|l| format!("--{l}") == *flag));
+            if !known {
+                problems.push(format!("{flag} is in the README table but not in --help"));
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    #[test]
+    fn exit_dump_len_is_bounded() {
+        assert_eq!(
+            p(&["--exit-dump-len", "65536"]).unwrap().exit_dump_len,
+            65536
+        );
+        assert!(p(&["--exit-dump-len", "4000000000"]).is_err());
+    }
 
     fn p(args: &[&str]) -> Result<Opts, clap::Error> {
         parse(std::iter::once("scx_gmp").chain(args.iter().copied()))
