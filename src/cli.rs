@@ -5,7 +5,7 @@ use clap::{Parser, Subcommand};
 
 /// The largest --exit-dump-len: 16 MiB, 512 times the kernel's default dump (32 KiB). A
 /// buffer of this size is allocated at load time, so the bound keeps a typo from asking for
-/// gigabytes (4000000000 made the loader panic). Untuned beyond that.
+/// gigabytes. Untuned.
 pub const EXIT_DUMP_LEN_MAX: u32 = 16 << 20;
 
 #[derive(Debug, Clone, Parser)]
