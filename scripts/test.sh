@@ -6,7 +6,7 @@
 #   scripts/test.sh [--full] [--kernel VER]... [--cpus N] [--nodes M] [--cases "load steal ..."] [--no-setup]
 #
 # The fast tier (default) fits the 30-minute budget; --full runs every fault at full duration
-# and count. --kernel may be given several times (full tier: default 6.18, 6.16 and 7.3).
+# and count. --kernel may be given several times (full tier: default 6.18, 6.16, 6.17 and 7.3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -28,7 +28,7 @@ done
 
 if [ ${#KERNELS[@]} -eq 0 ]; then
   KERNELS=("${GMP_KERNEL:-6.18.15+deb13-amd64}")
-  [ "$TIER" = full ] && KERNELS+=(6.16.12+deb13-amd64 7.3.4+deb13-amd64)
+  [ "$TIER" = full ] && KERNELS+=(6.16.12+deb13-amd64 6.17.13+deb13-amd64 7.3.4+deb13-amd64)
 fi
 KVER=${KERNELS[0]}
 PASSED=0; FAILED=0; SKIPPED=0; SUMMARY=(); KSUMMARY=()

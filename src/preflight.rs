@@ -1,4 +1,6 @@
-//! Checks made before anything is loaded, each failing with one clear message.
+//! Checks made before anything is loaded, each failing with one clear message: root, a
+//! kernel with sched_ext and nothing else loaded, and the kernel features scx_gmp cannot do
+//! without (named with the release that brought them).
 
 use anyhow::{bail, Result};
 use std::path::Path;
@@ -66,9 +68,118 @@ pub fn slow_clock(path: &Path) -> Option<String> {
     })
 }
 
+/// The oldest kernel with every feature below; the README states the same.
+pub const MIN_KERNEL: &str = "6.16";
+
+/// Where the kernel publishes its own BTF, which struct_ops and every check below need.
+pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// How a feature shows in the running kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// A kfunc, under any of these BTF names (6.19 renamed some to take an argument struct).
+    Kfunc(&'static [&'static str]),
+    /// A value of `enum scx_ops_flags`.
+    OpsFlag(&'static str),
+    /// A file that exists only when a config option is built in.
+    Path(&'static str),
+}
+
+/// A kernel feature scx_gmp needs and has no cheap fallback for. Where a fallback is cheap
+/// the scx headers' compat wrappers already take it (scx_bpf_now() before 6.14,
+/// scx_bpf_task_set_slice() before 6.19, the 6.13 dispatch renames).
+#[derive(Debug, Clone, Copy)]
+pub struct Feature {
+    pub name: &'static str,
+    pub since: &'static str,
+    pub probe: Probe,
+}
+
+pub const FEATURES: [Feature; 3] = [
+    // Placement asks for an idle CPU among the procs AND the task's cpumask in one call.
+    Feature {
+        name: "scx_bpf_select_cpu_and()",
+        since: "6.16",
+        probe: Probe::Kfunc(&["scx_bpf_select_cpu_and", "__scx_bpf_select_cpu_and"]),
+    },
+    // One idle mask per node: NUMA-local idle picks without a machine-wide scan.
+    Feature {
+        name: "per-node idle tracking (SCX_OPS_BUILTIN_IDLE_PER_NODE)",
+        since: "6.15",
+        probe: Probe::OpsFlag("SCX_OPS_BUILTIN_IDLE_PER_NODE"),
+    },
+    // scx_utils attaches a probe program to the kernel's struct_ops registration.
+    Feature {
+        name: "CONFIG_FUNCTION_TRACER",
+        since: "any release, when built in",
+        probe: Probe::Path("/proc/sys/kernel/ftrace_enabled"),
+    },
+];
+
+/// What the running kernel has; a trait so that tests can fake a kernel.
+pub trait Kernel {
+    fn release(&self) -> String;
+    fn has(&self, probe: Probe) -> bool;
+}
+
+/// The running kernel, read through its BTF.
+pub struct Running;
+
+impl Kernel for Running {
+    fn release(&self) -> String {
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|r| r.trim().to_string())
+            .unwrap_or_else(|_| "unknown release".into())
+    }
+
+    fn has(&self, probe: Probe) -> bool {
+        use scx_utils::compat;
+        match probe {
+            Probe::Kfunc(names) => names
+                .iter()
+                .any(|n| compat::ksym_exists(n).unwrap_or(false)),
+            Probe::OpsFlag(flag) => compat::read_enum("scx_ops_flags", flag).is_ok(),
+            Probe::Path(p) => Path::new(p).exists(),
+        }
+    }
+}
+
+/// Fail, in one line naming the release and every missing feature, unless `kernel` has all
+/// of FEATURES.
+pub fn check_features(kernel: &dyn Kernel) -> Result<()> {
+    let missing: Vec<String> = FEATURES
+        .iter()
+        .filter(|f| !kernel.has(f.probe))
+        .map(|f| format!("{} ({})", f.name, f.since))
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "this kernel ({}) lacks what scx_gmp needs (Linux {MIN_KERNEL} or newer with \
+             sched_ext): {}",
+            kernel.release(),
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Fail unless the kernel publishes its BTF (CONFIG_DEBUG_INFO_BTF); without it nothing
+/// below can be checked and no struct_ops scheduler loads.
+pub fn check_btf(path: &Path) -> Result<()> {
+    if !path.exists() {
+        bail!(
+            "this kernel has no BTF ({} is absent): it needs CONFIG_DEBUG_INFO_BTF=y",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 pub fn check_all() -> Result<()> {
     check_root()?;
-    check_kernel(Path::new(SCX_SYSFS))
+    check_kernel(Path::new(SCX_SYSFS))?;
+    check_btf(Path::new(VMLINUX_BTF))?;
+    check_features(&Running)
 }
 
 #[cfg(test)]
@@ -141,6 +252,63 @@ mod tests {
         std::fs::write(&f, "kvm-clock\n").unwrap();
         assert_eq!(slow_clock(&f), None);
         assert_eq!(slow_clock(&d.join("absent")), None);
+    }
+
+    /// A kernel of the given release that has every feature but those named.
+    struct Fake {
+        release: &'static str,
+        lacks: Vec<Probe>,
+    }
+
+    impl Kernel for Fake {
+        fn release(&self) -> String {
+            self.release.into()
+        }
+        fn has(&self, probe: Probe) -> bool {
+            !self.lacks.contains(&probe)
+        }
+    }
+
+    #[test]
+    fn a_complete_kernel_passes() {
+        let k = Fake {
+            release: "6.18.15",
+            lacks: vec![],
+        };
+        assert!(check_features(&k).is_ok());
+    }
+
+    #[test]
+    fn an_old_kernel_gets_one_line_naming_each_missing_feature() {
+        // 6.15: per-node idle tracking but no scx_bpf_select_cpu_and().
+        let k = Fake {
+            release: "6.15.4-fake",
+            lacks: vec![FEATURES[0].probe],
+        };
+        let e = check_features(&k).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "this kernel (6.15.4-fake) lacks what scx_gmp needs (Linux 6.16 or newer with \
+             sched_ext): scx_bpf_select_cpu_and() (6.16)"
+        );
+        // 6.14 without ftrace: all three, in one line.
+        let k = Fake {
+            release: "6.14.0",
+            lacks: FEATURES.iter().map(|f| f.probe).collect(),
+        };
+        let e = check_features(&k).unwrap_err().to_string();
+        assert!(!e.contains('\n'), "{e}");
+        for f in FEATURES {
+            assert!(e.contains(f.name), "{e}");
+        }
+        assert!(e.contains("(6.14.0)"), "{e}");
+    }
+
+    #[test]
+    fn no_btf_names_the_config() {
+        let d = fake(None, None);
+        let e = check_btf(&d.join("vmlinux")).unwrap_err().to_string();
+        assert!(e.contains("CONFIG_DEBUG_INFO_BTF"), "{e}");
     }
 
     #[test]
