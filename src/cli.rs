@@ -124,6 +124,11 @@ pub struct Opts {
     /// Verbose output, including libbpf's.
     #[arg(short = 'v', long)]
     pub verbose: bool,
+
+    /// libbpf's object-open options, flattened as in the other scx schedulers: for kernels
+    /// packaged without the usual Kconfig or BTF.
+    #[command(flatten, next_help_heading = "Libbpf Options")]
+    pub libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
 }
 
 #[derive(Debug, Clone, Subcommand)]

@@ -9,6 +9,7 @@ use crate::topo::TopoMaps;
 use anyhow::{Context, Result};
 use libbpf_rs::OpenObject;
 use log::{info, warn};
+use scx_utils::libbpf_clap_opts::LibbpfOpts;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open};
 use std::mem::MaybeUninit;
 
@@ -23,13 +24,9 @@ pub fn load<'a>(
     // libbpf's messages reach the log through scx_utils (init_libbpf_logging), so the
     // builder's own debug switch, which would silence or redirect them, is left alone.
     let builder = BpfSkelBuilder::default();
-    let mut skel = scx_ops_open!(
-        builder,
-        open_object,
-        gmp_ops,
-        None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
-    )
-    .context("failed to open the BPF scheduler")?;
+    let open_opts = libbpf_open_opts(&opts.libbpf)?;
+    let mut skel = scx_ops_open!(builder, open_object, gmp_ops, open_opts)
+        .context("failed to open the BPF scheduler")?;
     set_ops(&mut skel, opts);
     set_rodata(&mut skel, opts, topo)?;
     let tasks = task_ctx_capacity(read_threads_max());
@@ -54,6 +51,38 @@ pub fn load<'a>(
         }
     }
     Ok((skel, link))
+}
+
+/// libbpf's open options from the flags. scx_utils' conversion drops every option, silently,
+/// when a path in them cannot be read, so the paths are checked here first: a mistyped
+/// `--kconfig` is an error, not a load that ignores the user's other options.
+fn libbpf_open_opts(o: &LibbpfOpts) -> Result<Option<libbpf_rs::libbpf_sys::bpf_object_open_opts>> {
+    check_libbpf_paths(o)?;
+    Ok(o.clone().into_bpf_open_opts())
+}
+
+/// Fail, naming the flag, unless every path in libbpf's options can be used.
+pub fn check_libbpf_paths(o: &LibbpfOpts) -> Result<()> {
+    if let Some(k) = &o.kconfig {
+        std::fs::read_to_string(k).with_context(|| format!("--kconfig {k}: cannot read it"))?;
+    }
+    let dirs = [
+        ("--btf-custom-path", &o.btf_custom_path, false),
+        ("--pin-root-path", &o.pin_root_path, true),
+        ("--bpf-token-path", &o.bpf_token_path, true),
+    ];
+    for (flag, path, want_dir) in dirs {
+        // An empty --bpf-token-path is libbpf's way to turn BPF tokens off.
+        let Some(p) = path.as_ref().filter(|p| !p.is_empty()) else {
+            continue;
+        };
+        let meta = std::fs::metadata(p).with_context(|| format!("{flag} {p}"))?;
+        if want_dir != meta.is_dir() {
+            let want = if want_dir { "a directory" } else { "a file" };
+            anyhow::bail!("{flag} {p}: not {want}");
+        }
+    }
+    Ok(())
 }
 
 /// The struct_ops fields the flags change: exit dump size, per-node idle tracking, partial.
@@ -141,6 +170,43 @@ fn task_ctx_capacity(threads_max: Option<u64>) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn libbpf_paths_are_checked_before_open() {
+        use super::{libbpf_open_opts, LibbpfOpts};
+        assert!(libbpf_open_opts(&LibbpfOpts::default()).unwrap().is_none());
+        let e = |o: LibbpfOpts| format!("{:#}", libbpf_open_opts(&o).unwrap_err());
+        let missing = "/nonexistent/kconfig".to_string();
+        let msg = e(LibbpfOpts {
+            kconfig: Some(missing),
+            ..Default::default()
+        });
+        assert!(
+            msg.starts_with("--kconfig /nonexistent/kconfig: cannot read it"),
+            "{msg}"
+        );
+        let msg = e(LibbpfOpts {
+            pin_root_path: Some("/proc/self/status".into()),
+            ..Default::default()
+        });
+        assert_eq!(msg, "--pin-root-path /proc/self/status: not a directory");
+        let msg = e(LibbpfOpts {
+            btf_custom_path: Some("/".into()),
+            ..Default::default()
+        });
+        assert_eq!(msg, "--btf-custom-path /: not a file");
+        let ok = LibbpfOpts {
+            kconfig: Some("/proc/self/status".into()),
+            relaxed_maps: Some(true),
+            ..Default::default()
+        };
+        assert!(libbpf_open_opts(&ok).unwrap().is_some());
+        let no_token = LibbpfOpts {
+            bpf_token_path: Some(String::new()),
+            ..Default::default()
+        };
+        assert!(libbpf_open_opts(&no_token).unwrap().is_some());
+    }
+
     use super::task_ctx_capacity;
 
     #[test]

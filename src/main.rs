@@ -100,6 +100,8 @@ fn run(opts: cli::Opts) -> Result<()> {
         return monitor(secs, &opts, &shutdown);
     }
 
+    // Bad paths are bad input: refused before anything else is checked or started.
+    load::check_libbpf_paths(&opts.libbpf)?;
     preflight::check_all()?;
     // The OOM killer should pick anything but the scheduler's loader under memory pressure.
     if let Err(e) = std::fs::write("/proc/self/oom_score_adj", "-1000") {

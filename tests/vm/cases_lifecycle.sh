@@ -42,10 +42,26 @@ t_bad_input() {
   e=$(bad_input_case slice0 2 '--slice-us' "$SCX" --slice-us 0); errs+="$e"
   e=$(bad_input_case stats 2 '--stats' "$SCX" --stats abc); errs+="$e"
   e=$(bad_input_case cap0 2 '--local-cap' "$SCX" --local-cap 0); errs+="$e"
+  e=$(bad_input_case kconfig 1 '^scx_gmp: error: --kconfig /nonexistent: cannot read it' "$SCX" --kconfig /nonexistent); errs+="$e"
+  e=$(bad_input_case pinroot 1 '^scx_gmp: error: --pin-root-path /proc/self/status: not a directory' "$SCX" --pin-root-path /proc/self/status); errs+="$e"
   e=$(bad_input_case notroot 1 'must run as root' \
       setpriv --reuid=65534 --regid=65534 --clear-groups /tmp/scx_gmp_unpriv); errs+="$e"
   if [ -n "$errs" ]; then fail bad_input "$errs"
-  else pass bad_input "--bogus, --slice-us 0, --stats abc, --local-cap 0 -> exit 2; not root -> exit 1; one line each, nothing loaded"
+  else pass bad_input "--bogus, --slice-us 0, --stats abc, --local-cap 0 -> exit 2; unreadable --kconfig, a file as --pin-root-path, not root -> exit 1; one line each, nothing loaded"
+  fi
+}
+
+# libbpf's options, flattened into the flags: a load with a Kconfig file given explicitly (the
+# kernel's own) and relaxed map parsing still loads and unloads cleanly.
+t_libbpf_opts() {
+  local kcfg=/boot/config-$(uname -r)
+  [ -r "$kcfg" ] || { skip libbpf_opts "no $kcfg to pass as --kconfig"; return; }
+  start_sched libbpf_opts --kconfig "$kcfg" --relaxed-maps true --bpf-token-path "" ||
+    { fail libbpf_opts "not enabled: $(head -c 300 "$LOGS/libbpf_opts.err")"; stop_sched INT; return; }
+  sleep 2
+  stop_sched INT
+  if [ "$SCHED_RC" -ne 0 ]; then fail libbpf_opts "exit $SCHED_RC after SIGINT"
+  else pass libbpf_opts "--kconfig $kcfg --relaxed-maps true --bpf-token-path '': loaded, exit 0"
   fi
 }
 
