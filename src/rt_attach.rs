@@ -10,7 +10,8 @@
 //! upstream commit b06ccbabe250 ("sched_ext: Fix starvation of scx_enable() under fair-class
 //! saturation") do the enable on an RT kthread; on older ones (Debian's 6.16 and 6.18 here)
 //! the loader gets the same protection by being real-time itself for the duration of the
-//! attach: RT tasks stay in the RT class.
+//! attach: RT tasks stay in the RT class. Where real-time is forbidden (a service sandbox)
+//! the attach goes on as an ordinary thread, with one warning saying why.
 
 use log::warn;
 use nix::libc;
@@ -41,16 +42,28 @@ impl RtGuard {
         let fifo = libc::sched_param { sched_priority: 1 };
         // SAFETY: as above; fifo is a valid sched_param.
         if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) } != 0 {
-            warn!(
-                "could not attach from SCHED_FIFO ({}); on kernels without the enable \
-                 starvation fix a CPU-saturated machine can hang while scx_gmp enables",
-                std::io::Error::last_os_error()
-            );
+            warn!("{}", refused(&std::io::Error::last_os_error()));
             return guard;
         }
         guard.raised = true;
         guard
     }
+}
+
+/// The one line said when SCHED_FIFO is refused; the attach then goes on as an ordinary
+/// thread. EPERM is what a service sandbox that forbids real-time scheduling (systemd's
+/// RestrictRealtime=) or a missing CAP_SYS_NICE returns.
+fn refused(err: &std::io::Error) -> String {
+    let why = if err.raw_os_error() == Some(libc::EPERM) {
+        "real-time scheduling is forbidden here (a unit with RestrictRealtime=, or no \
+         CAP_SYS_NICE)"
+    } else {
+        "sched_setscheduler failed"
+    };
+    format!(
+        "attaching without SCHED_FIFO: {why} ({err}); on kernels without the enable \
+         starvation fix a CPU-saturated machine can stall while scx_gmp enables"
+    )
 }
 
 impl Drop for RtGuard {
@@ -87,5 +100,14 @@ mod tests {
             assert_eq!(policy(), want);
         }
         assert_eq!(policy(), before);
+    }
+
+    #[test]
+    fn a_refusal_is_one_line_naming_the_sandbox() {
+        let line = refused(&std::io::Error::from_raw_os_error(libc::EPERM));
+        assert!(!line.contains('\n'));
+        assert!(line.contains("RestrictRealtime="), "{line}");
+        let other = refused(&std::io::Error::from_raw_os_error(libc::EINVAL));
+        assert!(!other.contains("RestrictRealtime="), "{other}");
     }
 }

@@ -6,6 +6,7 @@ REPO=$1; RES=$2; TIER=$3; shift 3
 export REPO RES TIER
 . "$REPO/tests/vm/lib.sh"
 . "$REPO/tests/vm/cases_lifecycle.sh"
+. "$REPO/tests/vm/cases_deploy.sh"
 . "$REPO/tests/vm/cases_gmp.sh"
 . "$REPO/tests/vm/cases_faults.sh"
 . "$REPO/tests/vm/cases_watch.sh"
@@ -34,7 +35,7 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 ulimit -n 65536 2>/dev/null || true
 log "guest: kernel $(uname -r), $NCPU CPUs, nodes $(cat /sys/devices/system/node/online), state $(state)"
 
-ALL_CASES=(load bad_input second_instance kill9 ci_stress
+ALL_CASES=(load bad_input libbpf_opts second_instance kill9 ci_stress unit_stock unit_own unit_no_realtime
            runnext sysmon_fair numa_fair jump_budget steal overflow fair_tick race_affinity
            monitor help_stats top
            procs_bad_input procs_fixed procs_auto numa_locality partial
