@@ -9,6 +9,7 @@
 #define __GMP_BPF_H
 
 #include <scx/common.bpf.h>
+#include <bpf_atomic.h>
 #include "intf.h"
 
 /* ---- Knobs, set by the loader before load (see src/ for the flags) ---- */
@@ -149,8 +150,8 @@ s64 last_ctx_err;                         /* errno of the last failed state allo
 /*
  * The processor set, written by the loader: proc_on[c] says whether CPU c is a proc,
  * procs_subset that some CPU is not (false: the fast path), and procs_gen is bumped after
- * each change. sysmon mirrors proc_on into procs_mask, the cpumask the idle-CPU kfuncs take
- * (sync_procs_mask).
+ * each change, with a release store that pairs with sync_procs_mask's acquire load. sysmon
+ * mirrors proc_on into procs_mask, the cpumask the idle-CPU kfuncs take (sync_procs_mask).
  */
 u8 proc_on[MAX_CPUS];
 bool procs_subset;    /* 0: every CPU is a proc */

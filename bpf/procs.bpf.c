@@ -2,7 +2,7 @@
 /*
  * The processor set (GOMAXPROCS for the machine): which CPUs run ordinary work.
  *
- * Publication: the loader writes proc_on[] and procs_subset, then bumps procs_gen;
+ * Publication: the loader writes proc_on[] and procs_subset, then bumps procs_gen (release);
  * sync_procs_mask (sysmon, ops.init) copies proc_on[] into procs_mask when procs_gen moved.
  * Between the two, is_proc() (proc_on) and procs_mask may disagree for one sysmon period;
  * either answer is a CPU that was a proc a moment ago, and no task is lost: a non-proc still
@@ -25,11 +25,16 @@ static s32 proc_for(struct task_struct *p)
 	return cpu >= 0 && cpu < nr_cpus ? cpu : -1;
 }
 
-/* Copy proc_on into procs_mask if the loader changed it. Bits flip in place, one by one. */
+/*
+ * Copy proc_on into procs_mask if the loader changed it. Bits flip in place, one by one.
+ * The acquire load pairs with the loader's release store of procs_gen (write_procs): having
+ * seen generation g, this copy reads the proc_on[] written for g or later, never an older
+ * mask recorded as g.
+ */
 static void sync_procs_mask(void)
 {
 	struct bpf_cpumask *m;
-	u64 gen = procs_gen;
+	u64 gen = smp_load_acquire(&procs_gen);
 	u32 i;
 
 	if (gen == procs_mask_gen)

@@ -8,6 +8,7 @@ use crate::procs::{self, AutoProcs, ProcsSpec};
 use crate::stats::Gauges;
 use crate::topo::{cpulist, TopoMaps};
 use anyhow::{anyhow, Context, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// The processor set: CPUs in the order procs are added, how many are active, and in auto
@@ -108,7 +109,9 @@ impl ProcsCtl {
 }
 
 /// Publish the procs to the BPF side. The BPF side reads proc_on[] and procs_subset only
-/// after it sees a new procs_gen (sync_procs_mask), so the generation is written last.
+/// after it sees a new procs_gen (sync_procs_mask), so the generation is written last, with
+/// a release store that pairs with sync_procs_mask's acquire load: a CPU that sees the new
+/// generation sees the mask written before it (on arm64 too, and whatever the compiler does).
 pub fn write_procs(skel: &mut BpfSkel, topo: &TopoMaps, cpus: &[usize]) -> Result<()> {
     let bss = skel
         .maps
@@ -119,6 +122,9 @@ pub fn write_procs(skel: &mut BpfSkel, topo: &TopoMaps, cpus: &[usize]) -> Resul
         bss.proc_on[c] = cpus.binary_search(&c).is_ok() as u8;
     }
     bss.procs_subset = !topo.online.iter().all(|c| cpus.binary_search(c).is_ok());
-    bss.procs_gen += 1;
+    let gen = bss.procs_gen.wrapping_add(1);
+    // SAFETY: procs_gen is a naturally aligned u64 of the mmap'ed bss, which lives as long as
+    // the skeleton; BPF programs only read it.
+    unsafe { AtomicU64::from_ptr(&mut bss.procs_gen) }.store(gen, Ordering::Release);
     Ok(())
 }
