@@ -147,7 +147,7 @@ static void keep_prev(s32 cpu, struct task_struct *prev)
 	tctx = task_ctx(prev);
 	if (away_from_home(tctx, node_of(cpu)))
 		return;
-	scx_bpf_task_set_slice(prev, task_slice(tctx));
+	renew_turn(cpu_ctx(cpu), prev, tctx);
 	stat_add(ST_DISP_KEEP_PREV, 1);
 }
 

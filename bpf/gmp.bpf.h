@@ -289,4 +289,7 @@ static __always_inline u64 tick_ns(void)
 	return CONFIG_HZ ? 1000000000ULL / CONFIG_HZ : 4000000ULL;
 }
 
+/* Defined in turns.bpf.c, used by dispatch's keep_prev: prev keeps its CPU for a new turn. */
+static void renew_turn(struct cpu_ctx *cctx, struct task_struct *p, struct task_ctx *tctx);
+
 #endif /* __GMP_BPF_H */

@@ -271,6 +271,32 @@ static __always_inline void charge_run(struct cpu_ctx *cctx, struct task_ctx *tc
 	}
 }
 
+/*
+ * A task whose turn ended with nothing else to run keeps its CPU (keep_prev): the kernel
+ * calls neither ops.stopping nor ops.running for it, so end the turn here and start the
+ * next. Without this a lone hog would be charged only when it finally stopped: busy time
+ * read zero meanwhile (and --procs auto shrank under a full job), and the one charge of
+ * minutes of running overflowed vtime_of(). Charged per turn, @ran stays about a slice.
+ */
+static void renew_turn(struct cpu_ctx *cctx, struct task_struct *p, struct task_ctx *tctx)
+{
+	u64 now = now_ns(), turn = slice_ns;
+
+	if (!cctx)
+		return;
+	if (cctx->running_since && now > cctx->running_since)
+		charge_run(cctx, tctx, now - cctx->running_since, true);
+	cctx->running_since = now;
+	/* Nothing waited, so the new turn starts in order: no jump is in progress. */
+	cctx->jump_us = 0;
+	if (tctx && tctx->wslice) {
+		tctx->jumped = 0;
+		turn = next_turn(tctx);
+		tctx->turn_ns = turn;
+	}
+	scx_bpf_task_set_slice(p, turn);
+}
+
 void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 {
 	s32 cpu = scx_bpf_task_cpu(p);

@@ -57,6 +57,33 @@ t_procs_auto() {
   fi
 }
 
+# Exactly N hogs on N CPUs: a hog alone on its CPU keeps it turn after turn (keep_prev), with
+# no stop in between, and must still count as busy, so that --procs auto holds the set at N
+# instead of shrinking it under a full job.
+t_procs_hold() {
+  local pids=() i procs busy minp avg
+  start_sched procs_hold --stats 1 --json || { fail procs_hold "did not load"; return; }
+  for ((i = 0; i < NCPU; i++)); do spin & pids+=($!); done
+  sleep 22
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  stop_sched INT
+  # The last 12 readings: the set has grown by then (it starts at one LLC's cores).
+  procs=$(json_series "$LOGS/procs_hold.out" procs | tr ' ' '\n' | tail -13 | head -12 | tr '\n' ' ')
+  busy=$(python3 - "$LOGS/procs_hold.out" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')][-13:-1]
+vals = [b for r in rows for b in r["busy_pct"]]
+print(f"{sum(vals) / max(len(vals), 1):.0f}")
+PY
+)
+  minp=$(tr ' ' '\n' <<< "$procs" | grep . | sort -n | head -1)
+  if [ "$SCHED_RC" -ne 0 ]; then fail procs_hold "scheduler exit $SCHED_RC"
+  elif [ "${minp:-0}" -ne "$NCPU" ]; then fail procs_hold "procs fell below $NCPU under $NCPU hogs: $procs (busy ${busy}%)"
+  elif [ "$busy" -lt 97 ]; then fail procs_hold "busy ${busy}% on average under $NCPU hogs (want >= 97): procs $procs"
+  else pass procs_hold "$NCPU hogs, last 12 s: procs $procs, busy ${busy}% on average"
+  fi
+}
+
 # Locality: hogs started on node 1 stay there once free to run anywhere; an overloaded node
 # sheds work to an idle one.
 t_numa_locality() {
