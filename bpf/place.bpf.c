@@ -184,17 +184,29 @@ static __always_inline s32 select_runnext(struct task_struct *p, struct task_ctx
 	return this_cpu;
 }
 
-/* An idle CPU for @p among the procs it may use (claimed), or a negative value. */
+/*
+ * An idle CPU for @p among the procs it may use (claimed), or a negative value. A task
+ * allowed on no proc (a container's cpuset outside them) has its cpuset for a processor set:
+ * an idle CPU of it, so that the cpuset's work spreads over the cpuset as it would under the
+ * kernel's scheduler, instead of queueing on the one CPU it woke on. proc_for() is asked
+ * only once no idle proc was found, off the common path.
+ */
 static __always_inline s32 select_idle(struct task_struct *p, s32 prev_cpu, u64 wake_flags,
 				       s32 home)
 {
 	const struct cpumask *procs;
+	s32 cpu;
 
 	if (!procs_subset)
 		return pick_idle(p, prev_cpu, wake_flags, home, p->cpus_ptr);
 	/* select_cpu_and() ANDs procs with p->cpus_ptr: only a proc can be picked. */
 	procs = cast_mask(procs_mask);
-	return procs ? pick_idle(p, prev_cpu, wake_flags, home, procs) : -1;
+	if (!procs)
+		return -1;
+	cpu = pick_idle(p, prev_cpu, wake_flags, home, procs);
+	if (cpu >= 0 || proc_for(p) >= 0)
+		return cpu;
+	return pick_idle(p, prev_cpu, wake_flags, home, p->cpus_ptr);
 }
 
 s32 BPF_STRUCT_OPS(gmp_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)

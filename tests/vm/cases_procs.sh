@@ -57,6 +57,39 @@ t_procs_auto() {
   fi
 }
 
+# A cpuset that holds no proc (a container pinned outside them): its work must spread over
+# the cpuset as under the kernel's scheduler, not queue on the one CPU it started on. With
+# the procs fixed at one CPU, three loads in the last two CPUs: two stress-ng hogs, four busy
+# shells, and a job forking short CPU-bound children two at a time.
+cpuset_busy() { # cpuset_busy CPU_A CPU_B: "busyA busyB" over 5 s, after 2 s to settle
+  local s1 s2 b
+  sleep 2; s1=$(cpu_snap); sleep 5; s2=$(cpu_snap)
+  read -r -a b <<< "$(cpu_busy_pct "$s1" "$s2")"
+  echo "${b[$1]} ${b[$2]}"
+}
+t_cpuset_outside() {
+  local a=$((NCPU - 2)) z=$((NCPU - 1)) pids=() i hogs shells forks bad=""
+  [ "$NCPU" -ge 3 ] || { skip cpuset_outside "needs 3 CPUs"; return; }
+  start_sched cpuset_out --procs 1 --stats 1 --json || { fail cpuset_outside "did not load"; return; }
+  taskset -c "$a,$z" stress-ng --temp-path /tmp -q --cpu 2 -t 9 & pids=($!)
+  hogs=$(cpuset_busy "$a" "$z"); wait "${pids[@]}" 2>/dev/null; pids=()
+  for ((i = 0; i < 4; i++)); do taskset -c "$a,$z" sh -c 'while :; do :; done' & pids+=($!); done
+  shells=$(cpuset_busy "$a" "$z"); kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null; pids=()
+  taskset -c "$a,$z" sh -c 'end=$(($(date +%s) + 9)); while [ "$(date +%s)" -lt "$end" ]; do
+      for k in 1 2; do (n=0; while [ $n -lt 20000 ]; do n=$((n + 1)); done) & done; wait; done' & pids=($!)
+  forks=$(cpuset_busy "$a" "$z"); wait "${pids[@]}" 2>/dev/null
+  stop_sched INT
+  for r in "hogs:$hogs" "shells:$shells" "forks:$forks"; do
+    read -r x y <<< "${r#*:}"
+    local want=80; [ "${r%%:*}" = forks ] && want=60
+    if [ "${x:-0}" -lt "$want" ] || [ "${y:-0}" -lt "$want" ]; then bad+=" ${r%%:*} busy $x/$y% (want >= $want each)"; fi
+  done
+  if [ "$SCHED_RC" -ne 0 ]; then fail cpuset_outside "scheduler exit $SCHED_RC"
+  elif [ -n "$bad" ]; then fail cpuset_outside "cpuset $a,$z outside the procs (CPU 0):$bad"
+  else pass cpuset_outside "cpuset $a,$z outside the procs (CPU 0), busy % of its CPUs: 2 hogs $hogs, 4 shells $shells, forking job $forks"
+  fi
+}
+
 # Exactly N hogs on N CPUs: a hog alone on its CPU keeps it turn after turn (keep_prev), with
 # no stop in between, and must still count as busy, so that --procs auto holds the set at N
 # instead of shrinking it under a full job.
