@@ -301,8 +301,77 @@ pub fn help_stats() -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A reading of 4 CPUs on 2 nodes, CPU 2 out of the procs, where every counter of every
+    /// CPU has its own value (k times the slot's and the CPU's number) and the CPUs ran
+    /// k/8 s, 2k/8 s, ... in all: a field read from the wrong place shows.
+    pub(crate) fn varied(ts: u64, k: u64) -> Metrics {
+        let busy = crate::bpf_intf::gmp_stat_ST_BUSY_NS as usize;
+        let per_cpu = (0..4u64)
+            .map(|c| {
+                let mut v: Vec<u64> = (0..NR_STATS as u64)
+                    .map(|i| k * (i + 1) * (c + 1))
+                    .collect();
+                v[busy] = k * 125_000_000 * (c + 1);
+                v
+            })
+            .collect();
+        let sample = Sample {
+            per_cpu,
+            lat: (0..crate::stats::NR_LAT_BUCKETS as u64)
+                .map(|b| k * (b % 5))
+                .collect(),
+        };
+        let g = Gauges {
+            procs: vec![0, 1, 3],
+            idle_procs: 1,
+            local_queued: vec![3, 0, 1, 5],
+            shared_queued: vec![2, 7],
+            restarts: 1,
+            task_ctxs: 12,
+            cgrp_ctxs: 3,
+            longest_wait: WaitRec {
+                wait_us: 1500 * k,
+                pid: 7,
+                comm: "sh".into(),
+                still_waiting: false,
+            },
+            starve_warn_ms: 500,
+            ..Default::default()
+        };
+        Metrics::new(ts, &sample, &g, &[0, 0, 1, 1])
+    }
+
+    /// What a printer in `format` prints for the interval from `a` to `b` (nothing for `a`).
+    fn interval(json: bool, detail: bool, a: Metrics, b: Metrics) -> String {
+        let mut p = Printer::new(Format { json, detail });
+        assert!(p.feed(a).is_none());
+        p.feed(b).unwrap()
+    }
+
+    /// The whole --stats-detail output for one interval, as it was before the counters got
+    /// named fields.
+    #[test]
+    fn detail_is_pinned() {
+        let out = interval(false, true, varied(1000, 1), varied(2000, 3));
+        let want = [
+            "SCHED 2000ms: procs=3 idle=1 runqueue=9 [3 0 5] runnext=40 local=20 shared=60 \
+             fair=80 steals=360/180 preempt=340+360+600 kicks=380 numa=49% p50=12288us \
+             p99=67108864us max=67108864us maxwait=4ms CTX_ALLOC_FAIL=800 KICK_STUCK=820 \
+             STARVING=700 longest=pid 7 (sh) waited 4ms",
+            "  node0: cpus=0-1 runqueue=2 busy=38%",
+            "  node1: cpus=3 runqueue=7 busy=100%",
+            "  P0: node=0 runq=3 busy=25% local=2 runnext=4 shared=6 fair=8 steals_in=36/18 \
+             stolen_out=58 preempt=34+36 keep=16",
+            "  P1: node=0 runq=0 busy=50% local=4 runnext=8 shared=12 fair=16 steals_in=72/36 \
+             stolen_out=116 preempt=68+72 keep=32",
+            "  P3: node=1 runq=5 busy=100% local=8 runnext=16 shared=24 fair=32 \
+             steals_in=144/72 stolen_out=232 preempt=136+144 keep=64",
+        ];
+        assert_eq!(out, want.join("\n"));
+    }
 
     fn metrics(ts: u64, k: u64) -> Metrics {
         let sample = Sample {
@@ -321,12 +390,7 @@ mod tests {
 
     #[test]
     fn first_reading_prints_nothing_then_deltas() {
-        let mut p = Printer::new(Format {
-            json: true,
-            detail: false,
-        });
-        assert!(p.feed(metrics(1000, 1)).is_none());
-        let line = p.feed(metrics(2000, 3)).unwrap();
+        let line = interval(true, false, metrics(1000, 1), metrics(2000, 3));
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         // cpu0: 3-1, cpu1: 6-2
         assert_eq!(v["dispatch"]["local"], 2 + 4);
@@ -335,12 +399,7 @@ mod tests {
 
     #[test]
     fn detail_has_a_line_per_node_and_cpu() {
-        let mut p = Printer::new(Format {
-            json: false,
-            detail: true,
-        });
-        p.feed(metrics(1000, 1));
-        let out = p.feed(metrics(2000, 2)).unwrap();
+        let out = interval(false, true, metrics(1000, 1), metrics(2000, 2));
         assert!(out.lines().next().unwrap().starts_with("SCHED 2000ms"));
         assert!(out.contains("  node0: cpus=0-1 runqueue=3"), "{out}");
         assert!(out.contains("  P1: node=0 runq=2"), "{out}");

@@ -626,6 +626,47 @@ impl Report<'_> {
     }
 }
 
+/// Every key path of a JSON value with its shape, jq style (`numa.per_node[].node`); an
+/// array's elements are described by its first one.
+#[cfg(test)]
+pub(crate) fn json_paths(v: &Value) -> Vec<(String, &'static str)> {
+    fn walk(v: &Value, path: &str, out: &mut Vec<(String, &'static str)>) {
+        let shape = match v {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Number(n) if n.is_f64() => "float",
+            Value::Number(_) => "int",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        if !path.is_empty() {
+            out.push((path.to_string(), shape));
+        }
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    walk(x, &p, out);
+                }
+            }
+            Value::Array(a) => {
+                if let Some(x) = a.first() {
+                    walk(x, &format!("{path}[]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, "", &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -682,10 +723,9 @@ mod tests {
         assert_eq!(a.delta(&b).total("disp_local"), 0);
     }
 
-    #[test]
-    fn report_formats() {
-        let d = sample(1);
-        let g = Gauges {
+    /// Two CPUs of node 0, one waiter past --starve-warn-ms.
+    fn gauges() -> Gauges {
+        Gauges {
             procs: vec![0, 1],
             idle_procs: 1,
             local_queued: vec![3, 0],
@@ -701,13 +741,154 @@ mod tests {
                 still_waiting: true,
             },
             starve_warn_ms: 500,
-        };
-        let r = Report {
+        }
+    }
+
+    fn report<'a>(d: &'a Sample, g: &'a Gauges) -> Report<'a> {
+        Report {
             elapsed_ms: 1000,
             interval_s: 1.0,
-            d: &d,
-            g: &g,
-        };
+            d,
+            g,
+        }
+    }
+
+    /// The whole schedtrace line and JSON object for one input, as the formats were before
+    /// the counters got named fields: every slot has its own value, so a counter read from
+    /// the wrong slot shows.
+    #[test]
+    fn formats_are_pinned() {
+        let (d, g) = (sample(1), gauges());
+        let r = report(&d, &g);
+        assert_eq!(
+            r.to_schedtrace(),
+            "SCHED 1000ms: procs=2 idle=1 runqueue=2 [3 0] runnext=4 local=2 shared=6 fair=8 \
+             steals=36/18 preempt=34+36+60 kicks=38 numa=49% p50=114688us p99=67108864us \
+             max=67108864us maxwait=612ms CTX_ALLOC_FAIL=80 KICK_STUCK=82 STARVING=70 \
+             longest=pid 42 (hog) waited 612ms, still waiting"
+        );
+        assert_eq!(r.to_json().to_string(), PINNED_JSON);
+    }
+
+    const PINNED_JSON: &str = concat!(
+        r#"{"busy_pct":[0.0,0.0],"ctx":{"alloc_fail":80,"cgroups":0,"tasks":0},"#,
+        r#""dispatch":{"fair_tick":8,"keep_prev":16,"lag":72,"local":2,"runnext":4,"#,
+        r#""shared":6,"steal_llc":10,"steal_node":12,"steal_remote":14},"#,
+        r#""enqueue":{"direct_idle":28,"evicted":68,"local":20,"overflow":24,"pinned":30,"#,
+        r#""preempted":26,"reenq":32,"resumed":74,"runnext":22,"stranded":66},"#,
+        r#""idle_procs":1,"interval_s":1.0,"kicks":{"idle":38,"preempt":40,"stuck":82},"#,
+        r#""latency_us":{"max":67108864,"p50":114688,"p99":67108864,"samples":56},"#,
+        r#""local_queued":[3,0],"numa":{"local":42,"migrations":46,"migrations_node":48,"#,
+        r#""per_node":[{"migrations_in":48,"node":0,"place_home":62,"place_remote":64,"#,
+        r#""starts_home":42,"starts_remote":44,"steals_remote":14}],"place_home":62,"#,
+        r#""place_remote":64,"remote":44,"steals_remote":14},"#,
+        r#""preempt":{"given_back":84,"slice":36,"sysmon":34,"wakeup":60,"wakeup_head":76,"#,
+        r#""wakeup_no_jump":78},"procs":2,"procs_cpus":"0-1","restarts":0,"shared_queued":2,"#,
+        r#""shared_queued_per_node":[2],"starvation":{"comm":"hog","longest_wait_us":612000,"#,
+        r#""over_threshold":70,"pid":42,"still_waiting":true,"threshold_ms":500},"#,
+        r#""stolen_tasks":18,"sysmon_runs":50,"ts_ms":1000}"#
+    );
+
+    /// Every key (at every depth) of the `--json` object and its shape, as they were when the
+    /// object was first described field by field. Keys may be added; none may go or change
+    /// shape, since scripts and dashboards read them.
+    const PINNED_KEYS: &[(&str, &str)] = &[
+        ("busy_pct", "array"),
+        ("busy_pct[]", "float"),
+        ("ctx", "object"),
+        ("ctx.alloc_fail", "int"),
+        ("ctx.cgroups", "int"),
+        ("ctx.tasks", "int"),
+        ("dispatch", "object"),
+        ("dispatch.fair_tick", "int"),
+        ("dispatch.keep_prev", "int"),
+        ("dispatch.lag", "int"),
+        ("dispatch.local", "int"),
+        ("dispatch.runnext", "int"),
+        ("dispatch.shared", "int"),
+        ("dispatch.steal_llc", "int"),
+        ("dispatch.steal_node", "int"),
+        ("dispatch.steal_remote", "int"),
+        ("enqueue", "object"),
+        ("enqueue.direct_idle", "int"),
+        ("enqueue.evicted", "int"),
+        ("enqueue.local", "int"),
+        ("enqueue.overflow", "int"),
+        ("enqueue.pinned", "int"),
+        ("enqueue.preempted", "int"),
+        ("enqueue.reenq", "int"),
+        ("enqueue.resumed", "int"),
+        ("enqueue.runnext", "int"),
+        ("enqueue.stranded", "int"),
+        ("idle_procs", "int"),
+        ("interval_s", "float"),
+        ("kicks", "object"),
+        ("kicks.idle", "int"),
+        ("kicks.preempt", "int"),
+        ("kicks.stuck", "int"),
+        ("latency_us", "object"),
+        ("latency_us.max", "int"),
+        ("latency_us.p50", "int"),
+        ("latency_us.p99", "int"),
+        ("latency_us.samples", "int"),
+        ("local_queued", "array"),
+        ("local_queued[]", "int"),
+        ("numa", "object"),
+        ("numa.local", "int"),
+        ("numa.migrations", "int"),
+        ("numa.migrations_node", "int"),
+        ("numa.per_node", "array"),
+        ("numa.per_node[]", "object"),
+        ("numa.per_node[].migrations_in", "int"),
+        ("numa.per_node[].node", "int"),
+        ("numa.per_node[].place_home", "int"),
+        ("numa.per_node[].place_remote", "int"),
+        ("numa.per_node[].starts_home", "int"),
+        ("numa.per_node[].starts_remote", "int"),
+        ("numa.per_node[].steals_remote", "int"),
+        ("numa.place_home", "int"),
+        ("numa.place_remote", "int"),
+        ("numa.remote", "int"),
+        ("numa.steals_remote", "int"),
+        ("preempt", "object"),
+        ("preempt.given_back", "int"),
+        ("preempt.slice", "int"),
+        ("preempt.sysmon", "int"),
+        ("preempt.wakeup", "int"),
+        ("preempt.wakeup_head", "int"),
+        ("preempt.wakeup_no_jump", "int"),
+        ("procs", "int"),
+        ("procs_cpus", "string"),
+        ("restarts", "int"),
+        ("shared_queued", "int"),
+        ("shared_queued_per_node", "array"),
+        ("shared_queued_per_node[]", "int"),
+        ("starvation", "object"),
+        ("starvation.comm", "string"),
+        ("starvation.longest_wait_us", "int"),
+        ("starvation.over_threshold", "int"),
+        ("starvation.pid", "int"),
+        ("starvation.still_waiting", "bool"),
+        ("starvation.threshold_ms", "int"),
+        ("stolen_tasks", "int"),
+        ("sysmon_runs", "int"),
+        ("ts_ms", "int"),
+    ];
+
+    #[test]
+    fn json_keeps_every_pinned_key() {
+        let (d, g) = (sample(1), gauges());
+        let paths = json_paths(&report(&d, &g).to_json());
+        for (key, shape) in PINNED_KEYS {
+            let got = paths.iter().find(|(p, _)| p == key).map(|(_, s)| *s);
+            assert_eq!(got, Some(*shape), "{key}");
+        }
+    }
+
+    #[test]
+    fn report_formats() {
+        let (d, g) = (sample(1), gauges());
+        let r = report(&d, &g);
         let line = r.to_schedtrace();
         assert!(
             line.starts_with("SCHED 1000ms: procs=2 idle=1 runqueue=2 [3 0]"),

@@ -79,7 +79,7 @@ fn event_loop(
 mod tests {
     use super::draw::row_label;
     use super::state::*;
-    use super::*;
+    use crate::metrics::tests::varied;
     use crate::stats::*;
 
     #[test]
@@ -106,22 +106,8 @@ mod tests {
     #[test]
     fn view_renders_into_a_buffer() {
         use ratatui::backend::TestBackend;
-        let mk = |ts: u64, k: u64| {
-            let s = Sample {
-                per_cpu: vec![vec![k; crate::stats::NR_STATS]; 4],
-                lat: vec![k; NR_LAT_BUCKETS],
-            };
-            let g = Gauges {
-                procs: vec![0, 1, 2, 3],
-                idle_procs: 1,
-                local_queued: vec![3, 0, 1, 0],
-                shared_queued: vec![2, 0],
-                ..Default::default()
-            };
-            Metrics::new(ts, &s, &g, &[0, 0, 1, 1])
-        };
         let mut v = View::new();
-        v.push(&mk(1000, 1), &mk(2000, 5));
+        v.push(&varied(1000, 1), &varied(2000, 5));
         let mut t = ratatui::Terminal::new(TestBackend::new(140, 40)).unwrap();
         t.draw(|f| v.draw(f)).unwrap();
         let text: String = t
@@ -140,6 +126,35 @@ mod tests {
             "SCHED 2000ms",
         ] {
             assert!(text.contains(want), "missing {want}");
+        }
+        // The CPU rows and the summary pane as they were before the counters got named
+        // fields (the screen is 140 cells wide).
+        let rows: Vec<String> = text
+            .chars()
+            .collect::<Vec<_>>()
+            .chunks(140)
+            .map(|r| r.iter().collect())
+            .collect();
+        let want = [
+            "│P0      0   in  ██████··········  3  50.0%  4/8/28/36                             ││  node0: 2                                            │",
+            "│P1      0   in  ················  0 100.0%  8/16/56/72                            ││  node1: 7                                            │",
+            "│P2      1  out  ██··············  1 100.0%  12/24/84/108                          ││dispatch mix                                          │",
+            "│P3      1   in  ██████████······  5 100.0%  16/32/112/144                         ││  runnext        4.9% ▇                               │",
+        ];
+        assert_eq!(rows[5..9], want);
+        let want = [
+            "  local          0.0%  ",
+            "  shared         7.3% ▇ ",
+            "  fair tick      9.8% ▇▇ ",
+            "  steal llc     12.2% ▇▇ ",
+            "  steal node    14.6% ▇▇▇ ",
+            "  steal remote  17.1% ▇▇▇ ",
+            "  direct idle   34.1% ▇▇▇▇▇▇▇ ",
+            "steals/s 720 (360 tasks)  preempt/s 680 sysmon + 720 s",
+            "NUMA local 48.8%  cross-node migrations/s 960 ",
+        ];
+        for (row, want) in rows[9..18].iter().zip(want) {
+            assert!(row.contains(&format!("││{want}")), "{row}");
         }
     }
 }
