@@ -2,7 +2,8 @@
 //! and the printer that turns two readings into one interval's report. `--stats` in the
 //! scheduler's own process goes through the same printer.
 
-use crate::stats::{Gauges, Report, Sample, WaitRec, NR_STATS, STATS};
+use crate::stats::{Counters, Gauges, Report, Sample, WaitRec};
+use scx_stats::Meta;
 use scx_stats_derive::Stats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -13,8 +14,8 @@ use std::time::Duration;
 #[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
 #[stat(desc = "one CPU's counters")]
 pub struct CpuMetrics {
-    #[stat(desc = "cumulative counters, in the order of the counters list (--help-stats)")]
-    pub counters: Vec<u64>,
+    #[stat(desc = "the CPU's counters, cumulative")]
+    pub counters: Counters,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
@@ -38,8 +39,6 @@ pub struct Metrics {
     pub task_ctxs: i64,
     #[stat(desc = "per-cgroup states held by the BPF side (one per cgroup)")]
     pub cgrp_ctxs: i64,
-    #[stat(desc = "counter names, in order")]
-    pub counter_names: Vec<String>,
     #[stat(desc = "per-CPU counters, by CPU id")]
     pub cpus: BTreeMap<u32, CpuMetrics>,
     #[stat(
@@ -70,7 +69,6 @@ impl Metrics {
             restarts: g.restarts,
             task_ctxs: g.task_ctxs,
             cgrp_ctxs: g.cgrp_ctxs,
-            counter_names: STATS.iter().map(|s| s.name.to_string()).collect(),
             cpus: sample
                 .per_cpu
                 .iter()
@@ -100,11 +98,9 @@ impl Metrics {
             .next_back()
             .map(|&c| c as usize + 1)
             .unwrap_or(0);
-        let mut per_cpu = vec![vec![0u64; NR_STATS]; n];
+        let mut per_cpu = vec![Counters::ZERO; n];
         for (&c, m) in &self.cpus {
-            for (i, v) in m.counters.iter().take(NR_STATS).enumerate() {
-                per_cpu[c as usize][i] = *v;
-            }
+            per_cpu[c as usize] = m.counters.clone();
         }
         Sample {
             per_cpu,
@@ -221,23 +217,23 @@ fn detail(r: &Report, cpu_node: &[u32]) -> String {
         );
     }
     for &c in &r.g.procs {
-        let v = |name: &str| d.cpu(c, name);
+        let v = d.cpu(c);
         let _ = writeln!(
             out,
             "  P{c}: node={} runq={} busy={:.0}% local={} runnext={} shared={} fair={} steals_in={}/{} stolen_out={} preempt={}+{} keep={}",
             cpu_node.get(c).copied().unwrap_or(0),
             r.g.local_queued.get(c).copied().unwrap_or(0),
             r.busy_pct(c),
-            v("disp_local"),
-            v("disp_runnext"),
-            v("disp_shared"),
-            v("disp_fair_tick"),
-            v("disp_steal_llc") + v("disp_steal_node") + v("disp_steal_remote"),
-            v("stolen_tasks"),
-            v("stolen_out"),
-            v("preempt_sysmon"),
-            v("preempt_slice"),
-            v("disp_keep_prev"),
+            v.disp_local,
+            v.disp_runnext,
+            v.disp_shared,
+            v.disp_fair_tick,
+            v.disp_steal_llc + v.disp_steal_node + v.disp_steal_remote,
+            v.stolen_tasks,
+            v.stolen_out,
+            v.preempt_sysmon,
+            v.preempt_slice,
+            v.disp_keep_prev,
         );
     }
     out.pop();
@@ -293,8 +289,8 @@ pub fn help_stats() -> String {
         let _ = writeln!(out, "  {n:<28} {d}");
     }
     out.push_str("Counters (deltas over the interval; per CPU with --stats-detail):\n");
-    for s in STATS {
-        let (n, d) = (s.name, s.help);
+    for (n, f) in Counters::meta().fields {
+        let d = f.attrs.desc.unwrap_or_default();
         let _ = writeln!(out, "  {n:<28} {d}");
     }
     out
@@ -303,6 +299,7 @@ pub fn help_stats() -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::stats::NR_STATS;
 
     /// A reading of 4 CPUs on 2 nodes, CPU 2 out of the procs, where every counter of every
     /// CPU has its own value (k times the slot's and the CPU's number) and the CPUs ran
@@ -315,7 +312,7 @@ pub(crate) mod tests {
                     .map(|i| k * (i + 1) * (c + 1))
                     .collect();
                 v[busy] = k * 125_000_000 * (c + 1);
-                v
+                Counters::from_slots(&v)
             })
             .collect();
         let sample = Sample {
@@ -375,7 +372,10 @@ pub(crate) mod tests {
 
     fn metrics(ts: u64, k: u64) -> Metrics {
         let sample = Sample {
-            per_cpu: vec![vec![k; NR_STATS], vec![2 * k; NR_STATS]],
+            per_cpu: vec![
+                Counters::from_slots(&[k; NR_STATS]),
+                Counters::from_slots(&[2 * k; NR_STATS]),
+            ],
             lat: vec![k; crate::stats::NR_LAT_BUCKETS],
         };
         let g = Gauges {
@@ -415,9 +415,8 @@ pub(crate) mod tests {
     #[test]
     fn help_lists_every_counter() {
         let h = help_stats();
-        for s in STATS {
-            let n = s.name;
-            assert!(h.contains(n), "{n}");
+        for n in Counters::meta().fields.keys() {
+            assert!(h.contains(n.as_str()), "{n}");
         }
     }
 }

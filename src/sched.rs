@@ -80,7 +80,7 @@ impl<'a> Scheduler<'a> {
         }
         let sample = counters::sample(&self.skel)?;
         let busy_now = (0..self.topo.nr_cpu_ids)
-            .map(|c| sample.cpu(c, "busy_ns"))
+            .map(|c| sample.cpu(c).busy_ns)
             .collect();
         match self.procs.busy_since_last(busy_now) {
             Some(busy) => self.observe_procs(busy, ""),

@@ -1,273 +1,180 @@
-//! Counters from the BPF side: interval deltas, latency percentiles, and the two output
-//! formats (a schedtrace-style line and a JSON line).
+//! Counters from the BPF side: the named counters (one list gives their fields, descriptions
+//! and BPF slots), interval deltas, latency percentiles, and the two output formats (a
+//! schedtrace-style line and a JSON line).
 
 use crate::bpf_intf as intf;
+use scx_stats_derive::Stats;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-
-/// One stat slot of `enum gmp_stat` (bpf/intf.h): its id, the name the output formats use,
-/// and what it counts (`--help-stats`).
-#[derive(Debug, Clone, Copy)]
-pub struct StatDesc {
-    pub id: intf::gmp_stat,
-    pub name: &'static str,
-    pub help: &'static str,
-}
-
-const fn stat(id: intf::gmp_stat, name: &'static str, help: &'static str) -> StatDesc {
-    StatDesc { id, name, help }
-}
 
 /// Slots per CPU and latency buckets, from bpf/intf.h.
 pub const NR_STATS: usize = intf::gmp_stat_GMP_NR_STATS as usize;
 pub const NR_LAT_BUCKETS: usize = intf::NR_LAT_BUCKETS as usize;
 
-/// Every stat slot, in the order of `enum gmp_stat`. The array's length is the enum's
-/// count, and the check below refuses to compile an entry out of place.
-pub const STATS: [StatDesc; NR_STATS] = [
-    stat(
-        intf::gmp_stat_ST_DISP_LOCAL,
-        "disp_local",
+/// Declares the counters from one list of `slot => name: "what it counts"`, in the order of
+/// `enum gmp_stat`: the `Counters` struct (a described u64 field per slot, which is what
+/// `--help-stats` and the stats server's clients see) and the slot-to-field mapping. The
+/// help is a `tt` so that the Stats derive gets a plain string literal.
+macro_rules! counters {
+    ($($slot:ident => $name:ident: $help:tt,)*) => {
+        /// What the BPF side counts, one field per slot of `enum gmp_stat` (bpf/intf.h).
+        /// Missing fields read as 0, so a client and a server of other versions still talk.
+        #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Stats)]
+        #[serde(default)]
+        #[stat(desc = "scx_gmp's counters, one per kind of event")]
+        pub struct Counters {
+            $(#[stat(desc = $help)] pub $name: u64,)*
+        }
+
+        /// The slot of each field, in the order the fields are declared; its length is the
+        /// enum's count, and the check below refuses a slot out of place.
+        const SLOTS: [intf::gmp_stat; NR_STATS] = [$(intf::$slot),*];
+
+        impl Counters {
+            pub const ZERO: Counters = Counters { $($name: 0,)* };
+
+            /// From the BPF side's array of slots (missing ones read as 0).
+            pub fn from_slots(v: &[u64]) -> Self {
+                Self { $($name: v.get(intf::$slot as usize).copied().unwrap_or(0),)* }
+            }
+
+            /// Two readings combined field by field.
+            fn zip(&self, o: &Self, f: impl Fn(u64, u64) -> u64) -> Self {
+                Self { $($name: f(self.$name, o.$name),)* }
+            }
+        }
+    };
+}
+
+counters! {
+    gmp_stat_ST_DISP_LOCAL => disp_local:
         "dispatches from the CPU's own queue (runnext included)",
-    ),
-    stat(
-        intf::gmp_stat_ST_DISP_RUNNEXT,
-        "disp_runnext",
+    gmp_stat_ST_DISP_RUNNEXT => disp_runnext:
         "task starts through the runnext slot",
-    ),
-    stat(
-        intf::gmp_stat_ST_DISP_SHARED,
-        "disp_shared",
+    gmp_stat_ST_DISP_SHARED => disp_shared:
         "dispatches from the node's shared queue (local queue empty)",
-    ),
-    stat(
-        intf::gmp_stat_ST_DISP_FAIR_TICK,
-        "disp_fair_tick",
+    gmp_stat_ST_DISP_FAIR_TICK => disp_fair_tick:
         "dispatches from the shared queue first, on the fair tick",
-    ),
-    stat(
-        intf::gmp_stat_ST_DISP_STEAL_LLC,
-        "disp_steal_llc",
+    gmp_stat_ST_DISP_STEAL_LLC => disp_steal_llc:
         "steal events from a CPU of the same LLC",
-    ),
-    stat(
-        intf::gmp_stat_ST_DISP_STEAL_NODE,
-        "disp_steal_node",
+    gmp_stat_ST_DISP_STEAL_NODE => disp_steal_node:
         "steal events from a CPU of the same node, other LLC",
-    ),
-    stat(
-        intf::gmp_stat_ST_DISP_STEAL_REMOTE,
-        "disp_steal_remote",
+    gmp_stat_ST_DISP_STEAL_REMOTE => disp_steal_remote:
         "steal events from another node (its CPUs or shared queue)",
-    ),
-    stat(
-        intf::gmp_stat_ST_DISP_KEEP_PREV,
-        "disp_keep_prev",
+    gmp_stat_ST_DISP_KEEP_PREV => disp_keep_prev:
         "dispatches that found nothing: the previous task kept the CPU",
-    ),
-    stat(
-        intf::gmp_stat_ST_STOLEN_TASKS,
-        "stolen_tasks",
+    gmp_stat_ST_STOLEN_TASKS => stolen_tasks:
         "tasks moved by steals (a steal takes up to half a queue)",
-    ),
-    stat(
-        intf::gmp_stat_ST_ENQ_LOCAL,
-        "enq_local",
+    gmp_stat_ST_ENQ_LOCAL => enq_local:
         "wakeups queued on a CPU's local queue tail",
-    ),
-    stat(
-        intf::gmp_stat_ST_ENQ_RUNNEXT,
-        "enq_runnext",
+    gmp_stat_ST_ENQ_RUNNEXT => enq_runnext:
         "wakeups put in the waker CPU's runnext slot",
-    ),
-    stat(
-        intf::gmp_stat_ST_ENQ_OVERFLOW,
-        "enq_overflow",
+    gmp_stat_ST_ENQ_OVERFLOW => enq_overflow:
         "wakeups sent to the shared queue because the local queue was full",
-    ),
-    stat(
-        intf::gmp_stat_ST_ENQ_PREEMPTED,
-        "enq_preempted",
+    gmp_stat_ST_ENQ_PREEMPTED => enq_preempted:
         "preempted or yielding tasks sent to the shared queue tail",
-    ),
-    stat(
-        intf::gmp_stat_ST_ENQ_DIRECT_IDLE,
-        "enq_direct_idle",
+    gmp_stat_ST_ENQ_DIRECT_IDLE => enq_direct_idle:
         "wakeups sent straight to an idle CPU",
-    ),
-    stat(
-        intf::gmp_stat_ST_ENQ_PINNED,
-        "enq_pinned",
+    gmp_stat_ST_ENQ_PINNED => enq_pinned:
         "tasks that can run on one CPU only, queued there",
-    ),
-    stat(
-        intf::gmp_stat_ST_ENQ_REENQ,
-        "enq_reenq",
+    gmp_stat_ST_ENQ_REENQ => enq_reenq:
         "tasks re-queued because a higher class took their CPU",
-    ),
-    stat(
-        intf::gmp_stat_ST_PREEMPT_SYSMON,
-        "preempt_sysmon",
+    gmp_stat_ST_PREEMPT_SYSMON => preempt_sysmon:
         "preemptions by sysmon (ran past --preempt-us with work waiting)",
-    ),
-    stat(
-        intf::gmp_stat_ST_PREEMPT_SLICE,
-        "preempt_slice",
+    gmp_stat_ST_PREEMPT_SLICE => preempt_slice:
         "slice expiries",
-    ),
-    stat(
-        intf::gmp_stat_ST_KICK_IDLE,
-        "kick_idle",
+    gmp_stat_ST_KICK_IDLE => kick_idle:
         "idle CPUs woken for new work",
-    ),
-    stat(
-        intf::gmp_stat_ST_KICK_PREEMPT,
-        "kick_preempt",
+    gmp_stat_ST_KICK_PREEMPT => kick_preempt:
         "preempt kicks sent by sysmon",
-    ),
-    stat(
-        intf::gmp_stat_ST_NUMA_LOCAL,
-        "numa_local",
+    gmp_stat_ST_NUMA_LOCAL => numa_local:
         "task starts on the task's home node",
-    ),
-    stat(
-        intf::gmp_stat_ST_NUMA_REMOTE,
-        "numa_remote",
+    gmp_stat_ST_NUMA_REMOTE => numa_remote:
         "task starts away from the task's home node",
-    ),
-    stat(
-        intf::gmp_stat_ST_MIGRATIONS,
-        "migrations",
+    gmp_stat_ST_MIGRATIONS => migrations:
         "task starts on another CPU than the task's last",
-    ),
-    stat(
-        intf::gmp_stat_ST_MIGRATIONS_NODE,
-        "migrations_node",
+    gmp_stat_ST_MIGRATIONS_NODE => migrations_node:
         "task starts on another node than the task's last",
-    ),
-    stat(
-        intf::gmp_stat_ST_SYSMON_RUNS,
-        "sysmon_runs",
+    gmp_stat_ST_SYSMON_RUNS => sysmon_runs:
         "sysmon timer runs",
-    ),
-    stat(
-        intf::gmp_stat_ST_BUSY_NS,
-        "busy_ns",
+    gmp_stat_ST_BUSY_NS => busy_ns:
         "nanoseconds the CPU ran scx_gmp tasks",
-    ),
-    stat(
-        intf::gmp_stat_ST_LAT_SUM_US,
-        "lat_sum_us",
+    gmp_stat_ST_LAT_SUM_US => lat_sum_us:
         "sum of wakeup-to-run latencies (us)",
-    ),
-    stat(
-        intf::gmp_stat_ST_LAT_COUNT,
-        "lat_count",
+    gmp_stat_ST_LAT_COUNT => lat_count:
         "wakeup-to-run latency samples",
-    ),
-    stat(
-        intf::gmp_stat_ST_STOLEN_OUT,
-        "stolen_out",
+    gmp_stat_ST_STOLEN_OUT => stolen_out:
         "tasks other CPUs stole from this CPU's queue",
-    ),
-    stat(
-        intf::gmp_stat_ST_PREEMPT_WAKEUP,
-        "preempt_wakeup",
+    gmp_stat_ST_PREEMPT_WAKEUP => preempt_wakeup:
         "interactive wakeups (bursts under --wakeup-preempt-us) that preempted the running task",
-    ),
-    stat(
-        intf::gmp_stat_ST_PLACE_HOME,
-        "place_home",
+    gmp_stat_ST_PLACE_HOME => place_home:
         "wakeups placed on an idle CPU of the task's home node",
-    ),
-    stat(
-        intf::gmp_stat_ST_PLACE_REMOTE,
-        "place_remote",
+    gmp_stat_ST_PLACE_REMOTE => place_remote:
         "wakeups placed on an idle CPU of another node",
-    ),
-    stat(
-        intf::gmp_stat_ST_ENQ_STRANDED,
-        "enq_stranded",
+    gmp_stat_ST_ENQ_STRANDED => enq_stranded:
         "tasks allowed on no proc, queued on their own CPU outside the procs",
-    ),
-    stat(
-        intf::gmp_stat_ST_EVICTED,
-        "evicted",
+    gmp_stat_ST_EVICTED => evicted:
         "tasks moved off a CPU outside the procs to a proc's queue",
-    ),
-    stat(
-        intf::gmp_stat_ST_STARVE_OVER,
-        "starve_over",
+    gmp_stat_ST_STARVE_OVER => starve_over:
         "tasks that waited longer than --starve-warn-ms before running",
-    ),
-    stat(
-        intf::gmp_stat_ST_DISP_LAG,
-        "disp_lag",
+    gmp_stat_ST_DISP_LAG => disp_lag:
         "dispatches from another node's shared queue whose head trailed in weighted CPU time",
-    ),
-    stat(
-        intf::gmp_stat_ST_ENQ_RESUMED,
-        "enq_resumed",
+    gmp_stat_ST_ENQ_RESUMED => enq_resumed:
         "tasks preempted by a wakeup, put back at their queue's head with the rest of their turn",
-    ),
-    stat(
-        intf::gmp_stat_ST_WAKE_HEAD,
-        "wake_head",
+    gmp_stat_ST_WAKE_HEAD => wake_head:
         "interactive wakeups queued at their CPU's head because the running task was short too",
-    ),
-    stat(
-        intf::gmp_stat_ST_WAKE_NO_JUMP,
-        "wake_no_jump",
+    gmp_stat_ST_WAKE_NO_JUMP => wake_no_jump:
         "interactive wakeups queued in order because their CPU had spent its queue-jump budget",
-    ),
-    stat(
-        intf::gmp_stat_ST_CTX_ALLOC_FAIL,
-        "ctx_alloc_fail",
+    gmp_stat_ST_CTX_ALLOC_FAIL => ctx_alloc_fail:
         "task or cgroup states the BPF side could not allocate (map full or no memory)",
-    ),
-    stat(
-        intf::gmp_stat_ST_KICK_STUCK,
-        "kick_stuck",
-        "kicks to CPUs running no scx_gmp task while a task sat in their kernel local queue \
-         or their own queue for two sysmon passes (a lost wakeup if the CPU was idle)",
-    ),
-    stat(
-        intf::gmp_stat_ST_TURN_GIVEN_BACK,
-        "turn_given_back",
+    gmp_stat_ST_KICK_STUCK => kick_stuck:
+        "kicks to CPUs running no scx_gmp task while a task sat in their kernel local queue or \
+         their own queue for two sysmon passes (a lost wakeup if the CPU was idle)",
+    gmp_stat_ST_TURN_GIVEN_BACK => turn_given_back:
         "turns given back at once by a pinned task that owed a whole turn from late preemptions \
          (deficit round robin)",
-    ),
-];
+}
 
 const _: () = {
     let mut i = 0;
     while i < NR_STATS {
         assert!(
-            STATS[i].id as usize == i,
-            "STATS is out of the order of enum gmp_stat"
+            SLOTS[i] as usize == i,
+            "counters! is out of the order of enum gmp_stat"
         );
         i += 1;
     }
 };
 
-/// Index of a counter by name; the names are fixed at compile time.
-fn idx(name: &str) -> usize {
-    STATS
-        .iter()
-        .position(|s| s.name == name)
-        .expect("unknown stat name")
+impl Counters {
+    /// Counters minus an earlier reading's (saturating: a counter never runs backwards, but
+    /// a restarted scheduler starts again from zero).
+    pub fn since(&self, earlier: &Counters) -> Counters {
+        self.zip(earlier, u64::saturating_sub)
+    }
+
+    pub fn add(&self, o: &Counters) -> Counters {
+        self.zip(o, |a, b| a + b)
+    }
+
+    /// Sum of several CPUs' counters.
+    pub fn sum<'a>(it: impl IntoIterator<Item = &'a Counters>) -> Counters {
+        it.into_iter().fold(Counters::ZERO, |acc, c| acc.add(c))
+    }
 }
 
 /// One reading of every CPU's counters and histogram.
 #[derive(Debug, Clone, Default)]
 pub struct Sample {
     /// Per CPU (index: CPU id), the counters.
-    pub per_cpu: Vec<Vec<u64>>,
+    pub per_cpu: Vec<Counters>,
     /// Latency histogram summed over CPUs.
     pub lat: Vec<u64>,
 }
 
 impl Sample {
-    /// Parse the per-CPU values of the `stats` map (one byte buffer per possible CPU).
+    /// Parse the per-CPU values of the `stats` map (one byte buffer per possible CPU): the
+    /// counter slots, then the latency buckets.
     pub fn from_percpu(bufs: &[Vec<u8>]) -> Self {
         let mut per_cpu = Vec::with_capacity(bufs.len());
         let mut lat = vec![0u64; NR_LAT_BUCKETS];
@@ -276,40 +183,21 @@ impl Sample {
                 .chunks_exact(8)
                 .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
                 .collect();
-            let mut cnt = vec![0u64; NR_STATS];
-            for (i, v) in words.iter().take(NR_STATS).enumerate() {
-                cnt[i] = *v;
-            }
             for (i, v) in words.iter().skip(NR_STATS).take(NR_LAT_BUCKETS).enumerate() {
                 lat[i] += *v;
             }
-            per_cpu.push(cnt);
+            per_cpu.push(Counters::from_slots(&words));
         }
         Self { per_cpu, lat }
     }
 
-    /// Counters minus an earlier sample's (saturating: a counter never runs backwards, but a
-    /// restarted scheduler starts again from zero).
+    /// Counters minus an earlier sample's (see `Counters::since`).
     pub fn delta(&self, earlier: &Sample) -> Sample {
         let per_cpu = self
             .per_cpu
             .iter()
             .enumerate()
-            .map(|(c, cnt)| {
-                cnt.iter()
-                    .enumerate()
-                    .map(|(i, v)| {
-                        v.saturating_sub(
-                            earlier
-                                .per_cpu
-                                .get(c)
-                                .and_then(|e| e.get(i))
-                                .copied()
-                                .unwrap_or(0),
-                        )
-                    })
-                    .collect()
-            })
+            .map(|(c, cnt)| cnt.since(earlier.cpu(c)))
             .collect();
         let lat = self
             .lat
@@ -320,13 +208,26 @@ impl Sample {
         Sample { per_cpu, lat }
     }
 
-    pub fn total(&self, name: &str) -> u64 {
-        let i = idx(name);
-        self.per_cpu.iter().map(|c| c[i]).sum()
+    /// The counters summed over the CPUs.
+    pub fn total(&self) -> Counters {
+        Counters::sum(&self.per_cpu)
     }
 
-    pub fn cpu(&self, cpu: usize, name: &str) -> u64 {
-        self.per_cpu.get(cpu).map(|c| c[idx(name)]).unwrap_or(0)
+    /// CPU `cpu`'s counters (zero for a CPU the sample does not have).
+    pub fn cpu(&self, cpu: usize) -> &Counters {
+        self.per_cpu.get(cpu).unwrap_or(&Counters::ZERO)
+    }
+
+    /// The counters summed over the CPUs of each node (index: node id; `cpu_node` gives
+    /// each CPU's node).
+    pub fn per_node(&self, cpu_node: &[u32], nodes: usize) -> Vec<Counters> {
+        let mut v = vec![Counters::ZERO; nodes];
+        for (c, &n) in cpu_node.iter().enumerate() {
+            if let Some(slot) = v.get_mut(n as usize) {
+                *slot = slot.add(self.cpu(c));
+            }
+        }
+        v
     }
 }
 
@@ -417,17 +318,6 @@ impl WaitRec {
     }
 }
 
-/// Placement counters summed over the CPUs of each node (index: node id).
-pub fn per_node(d: &Sample, cpu_node: &[u32], nodes: usize, name: &str) -> Vec<u64> {
-    let mut v = vec![0u64; nodes];
-    for (c, &n) in cpu_node.iter().enumerate() {
-        if let Some(slot) = v.get_mut(n as usize) {
-            *slot += d.cpu(c, name);
-        }
-    }
-    v
-}
-
 /// One interval's report.
 pub struct Report<'a> {
     pub elapsed_ms: u64,
@@ -446,8 +336,8 @@ impl Report<'_> {
     }
 
     pub fn numa_local_pct(&self) -> f64 {
-        let l = self.d.total("numa_local") as f64;
-        let r = self.d.total("numa_remote") as f64;
+        let l = self.d.total().numa_local as f64;
+        let r = self.d.total().numa_remote as f64;
         if l + r == 0.0 {
             100.0
         } else {
@@ -457,7 +347,7 @@ impl Report<'_> {
 
     pub fn to_json(&self) -> Value {
         let d = self.d;
-        let t = |n: &str| d.total(n);
+        let t = d.total();
         json!({
             "ts_ms": self.elapsed_ms,
             "interval_s": self.interval_s,
@@ -467,47 +357,47 @@ impl Report<'_> {
             "shared_queued_per_node": self.g.shared_queued,
             "local_queued": self.local_of_procs(),
             "dispatch": {
-                "runnext": t("disp_runnext"),
-                "local": t("disp_local"),
-                "shared": t("disp_shared"),
-                "fair_tick": t("disp_fair_tick"),
-                "steal_llc": t("disp_steal_llc"),
-                "steal_node": t("disp_steal_node"),
-                "steal_remote": t("disp_steal_remote"),
-                "keep_prev": t("disp_keep_prev"),
-                "lag": t("disp_lag"),
+                "runnext": t.disp_runnext,
+                "local": t.disp_local,
+                "shared": t.disp_shared,
+                "fair_tick": t.disp_fair_tick,
+                "steal_llc": t.disp_steal_llc,
+                "steal_node": t.disp_steal_node,
+                "steal_remote": t.disp_steal_remote,
+                "keep_prev": t.disp_keep_prev,
+                "lag": t.disp_lag,
             },
-            "stolen_tasks": t("stolen_tasks"),
+            "stolen_tasks": t.stolen_tasks,
             "enqueue": {
-                "local": t("enq_local"),
-                "runnext": t("enq_runnext"),
-                "overflow": t("enq_overflow"),
-                "preempted": t("enq_preempted"),
-                "direct_idle": t("enq_direct_idle"),
-                "pinned": t("enq_pinned"),
-                "reenq": t("enq_reenq"),
-                "stranded": t("enq_stranded"),
-                "evicted": t("evicted"),
-                "resumed": t("enq_resumed"),
+                "local": t.enq_local,
+                "runnext": t.enq_runnext,
+                "overflow": t.enq_overflow,
+                "preempted": t.enq_preempted,
+                "direct_idle": t.enq_direct_idle,
+                "pinned": t.enq_pinned,
+                "reenq": t.enq_reenq,
+                "stranded": t.enq_stranded,
+                "evicted": t.evicted,
+                "resumed": t.enq_resumed,
             },
             "preempt": {
-                "sysmon": t("preempt_sysmon"),
-                "slice": t("preempt_slice"),
-                "wakeup": t("preempt_wakeup"),
-                "wakeup_head": t("wake_head"),
-                "wakeup_no_jump": t("wake_no_jump"),
-                "given_back": t("turn_given_back"),
+                "sysmon": t.preempt_sysmon,
+                "slice": t.preempt_slice,
+                "wakeup": t.preempt_wakeup,
+                "wakeup_head": t.wake_head,
+                "wakeup_no_jump": t.wake_no_jump,
+                "given_back": t.turn_given_back,
             },
-            "kicks": { "idle": t("kick_idle"), "preempt": t("kick_preempt"), "stuck": t("kick_stuck") },
+            "kicks": { "idle": t.kick_idle, "preempt": t.kick_preempt, "stuck": t.kick_stuck },
             "procs_cpus": crate::topo::cpulist(&self.g.procs),
             "numa": {
-                "local": t("numa_local"),
-                "remote": t("numa_remote"),
-                "place_home": t("place_home"),
-                "place_remote": t("place_remote"),
-                "migrations": t("migrations"),
-                "migrations_node": t("migrations_node"),
-                "steals_remote": t("disp_steal_remote"),
+                "local": t.numa_local,
+                "remote": t.numa_remote,
+                "place_home": t.place_home,
+                "place_remote": t.place_remote,
+                "migrations": t.migrations,
+                "migrations_node": t.migrations_node,
+                "steals_remote": t.disp_steal_remote,
                 "per_node": self.per_node_json(),
             },
             "starvation": {
@@ -515,21 +405,21 @@ impl Report<'_> {
                 "pid": self.g.longest_wait.pid,
                 "comm": self.g.longest_wait.comm,
                 "still_waiting": self.g.longest_wait.still_waiting,
-                "over_threshold": t("starve_over"),
+                "over_threshold": t.starve_over,
                 "threshold_ms": self.g.starve_warn_ms,
             },
             "latency_us": {
                 "p50": percentile_us(&d.lat, 0.50),
                 "p99": percentile_us(&d.lat, 0.99),
                 "max": max_us(&d.lat),
-                "samples": t("lat_count"),
+                "samples": t.lat_count,
             },
             "busy_pct": self.g.procs.iter().map(|&c| self.busy_pct(c)).collect::<Vec<_>>(),
-            "sysmon_runs": t("sysmon_runs"),
+            "sysmon_runs": t.sysmon_runs,
             "ctx": {
                 "tasks": self.g.task_ctxs,
                 "cgroups": self.g.cgrp_ctxs,
-                "alloc_fail": t("ctx_alloc_fail"),
+                "alloc_fail": t.ctx_alloc_fail,
             },
             "restarts": self.g.restarts,
         })
@@ -538,26 +428,20 @@ impl Report<'_> {
     /// Home-versus-remote counters per node (counted on the CPU where each event happened).
     fn per_node_json(&self) -> Value {
         let nodes = self.g.shared_queued.len();
-        let col = |name: &str| per_node(self.d, &self.g.cpu_node, nodes, name);
-        let (sl, sr, pl, pr, st, mg) = (
-            col("numa_local"),
-            col("numa_remote"),
-            col("place_home"),
-            col("place_remote"),
-            col("disp_steal_remote"),
-            col("migrations_node"),
-        );
         Value::Array(
-            (0..nodes)
-                .map(|n| {
+            self.d
+                .per_node(&self.g.cpu_node, nodes)
+                .iter()
+                .enumerate()
+                .map(|(n, c)| {
                     json!({
                         "node": n,
-                        "starts_home": sl[n],
-                        "starts_remote": sr[n],
-                        "place_home": pl[n],
-                        "place_remote": pr[n],
-                        "steals_remote": st[n],
-                        "migrations_in": mg[n],
+                        "starts_home": c.numa_local,
+                        "starts_remote": c.numa_remote,
+                        "place_home": c.place_home,
+                        "place_remote": c.place_remote,
+                        "steals_remote": c.disp_steal_remote,
+                        "migrations_in": c.migrations_node,
                     })
                 })
                 .collect(),
@@ -566,7 +450,7 @@ impl Report<'_> {
 
     /// Share of the interval CPU `c` spent running scx_gmp tasks, in percent.
     pub fn busy_pct(&self, c: usize) -> f64 {
-        let ns = self.d.cpu(c, "busy_ns") as f64;
+        let ns = self.d.cpu(c).busy_ns as f64;
         let pct = 100.0 * ns / (self.interval_s * 1e9);
         (pct.min(100.0) * 10.0).round() / 10.0
     }
@@ -574,27 +458,27 @@ impl Report<'_> {
     /// Go's schedtrace line, with scx_gmp's own fields.
     pub fn to_schedtrace(&self) -> String {
         let d = self.d;
-        let t = |n: &str| d.total(n);
+        let t = d.total();
         let local: Vec<String> = self
             .local_of_procs()
             .iter()
             .map(|v| v.to_string())
             .collect();
-        let steals = t("disp_steal_llc") + t("disp_steal_node") + t("disp_steal_remote");
+        let steals = t.disp_steal_llc + t.disp_steal_node + t.disp_steal_remote;
         let w = &self.g.longest_wait;
-        let starving = if t("starve_over") > 0 || w.wait_us >= self.g.starve_warn_ms * 1000 {
-            format!(" STARVING={} longest={}", t("starve_over"), w.describe())
+        let starving = if t.starve_over > 0 || w.wait_us >= self.g.starve_warn_ms * 1000 {
+            format!(" STARVING={} longest={}", t.starve_over, w.describe())
         } else {
             String::new()
         };
         // Rare events, shown only when they happened.
         let rare: String = [
-            ("ctx_alloc_fail", "CTX_ALLOC_FAIL"),
-            ("kick_stuck", "KICK_STUCK"),
+            (t.ctx_alloc_fail, "CTX_ALLOC_FAIL"),
+            (t.kick_stuck, "KICK_STUCK"),
         ]
         .iter()
-        .filter(|(name, _)| t(name) > 0)
-        .map(|(name, tag)| format!(" {tag}={}", t(name)))
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, tag)| format!(" {tag}={n}"))
         .collect();
         format!(
             "SCHED {}ms: procs={} idle={} runqueue={} [{}] runnext={} local={} shared={} \
@@ -605,16 +489,16 @@ impl Report<'_> {
             self.g.idle_procs,
             self.g.shared_queued.iter().map(|&v| v as u64).sum::<u64>(),
             local.join(" "),
-            t("disp_runnext"),
-            t("disp_local"),
-            t("disp_shared"),
-            t("disp_fair_tick"),
+            t.disp_runnext,
+            t.disp_local,
+            t.disp_shared,
+            t.disp_fair_tick,
             steals,
-            t("stolen_tasks"),
-            t("preempt_sysmon"),
-            t("preempt_slice"),
-            t("preempt_wakeup"),
-            t("kick_idle"),
+            t.stolen_tasks,
+            t.preempt_sysmon,
+            t.preempt_slice,
+            t.preempt_wakeup,
+            t.kick_idle,
             self.numa_local_pct(),
             percentile_us(&d.lat, 0.50),
             percentile_us(&d.lat, 0.99),
@@ -670,6 +554,35 @@ pub(crate) fn json_paths(v: &Value) -> Vec<(String, &'static str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scx_stats::Meta;
+
+    #[test]
+    fn every_counter_is_described() {
+        let fields = Counters::meta().fields;
+        assert_eq!(fields.len(), NR_STATS);
+        for (n, f) in fields {
+            let desc = f.attrs.desc.unwrap_or_default();
+            assert!(!desc.trim().is_empty(), "{n} has no description");
+        }
+    }
+
+    #[test]
+    fn every_field_reads_its_own_slot() {
+        let slots: Vec<u64> = (1..=NR_STATS as u64).collect();
+        let v = serde_json::to_value(Counters::from_slots(&slots)).unwrap();
+        let mut got: Vec<u64> = v
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|x| x.as_u64().unwrap())
+            .collect();
+        got.sort();
+        assert_eq!(got, slots);
+        assert_eq!(
+            Counters::from_slots(&slots).busy_ns,
+            slots[intf::gmp_stat_ST_BUSY_NS as usize]
+        );
+    }
 
     #[test]
     fn bucket_bounds_match_bpf_bucketing() {
@@ -716,11 +629,11 @@ mod tests {
         let a = sample(1);
         let b = sample(3);
         let d = b.delta(&a);
-        assert_eq!(d.total("disp_local"), 2 * 2);
-        assert_eq!(d.cpu(1, "disp_runnext"), 2 * 2);
+        assert_eq!(d.total().disp_local, 2 * 2);
+        assert_eq!(d.cpu(1).disp_runnext, 2 * 2);
         assert_eq!(d.lat[0], 2 * 2 * (NR_STATS as u64 + 1));
         // A restart resets counters: no underflow.
-        assert_eq!(a.delta(&b).total("disp_local"), 0);
+        assert_eq!(a.delta(&b).total().disp_local, 0);
     }
 
     /// Two CPUs of node 0, one waiter past --starve-warn-ms.
@@ -899,7 +812,7 @@ mod tests {
         assert_eq!(j["local_queued"], json!([3, 0]));
         assert_eq!(j["dispatch"]["local"], 2);
         assert!(j["latency_us"]["p99"].as_u64().is_some());
-        let over = d.total("starve_over");
+        let over = d.total().starve_over;
         assert!(
             line.ends_with(&format!(
                 "STARVING={over} longest=pid 42 (hog) waited 612ms, still waiting"
@@ -911,7 +824,7 @@ mod tests {
         // Both CPUs are in node 0: the node's column is the total.
         assert_eq!(
             j["numa"]["per_node"][0]["starts_home"],
-            d.total("numa_local")
+            d.total().numa_local
         );
         assert_eq!(j["procs_cpus"], "0-1");
     }
@@ -919,7 +832,7 @@ mod tests {
     #[test]
     fn quiet_when_nothing_waits_long() {
         let d = Sample {
-            per_cpu: vec![vec![0; NR_STATS]],
+            per_cpu: vec![Counters::ZERO],
             lat: vec![0; NR_LAT_BUCKETS],
         };
         let g = Gauges {

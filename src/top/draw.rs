@@ -84,7 +84,7 @@ impl View {
             let q = fr.g.local_queued.get(c).copied().unwrap_or(0);
             let filled = ((q as usize * bar_w) / maxq as usize).min(bar_w);
             let busy = r.busy_pct(c);
-            let v = |n: &str| fr.d.cpu(c, n);
+            let v = fr.d.cpu(c);
             let busy_color = if busy > 90.0 {
                 Color::Red
             } else if busy > 50.0 {
@@ -103,10 +103,10 @@ impl View {
                 Span::styled(format!("{busy:>5.1}%"), Style::default().fg(busy_color)),
                 Span::raw(format!(
                     "  {}/{}/{}/{}",
-                    v("disp_local"),
-                    v("disp_runnext"),
-                    v("disp_shared") + v("disp_fair_tick"),
-                    v("stolen_tasks")
+                    v.disp_local,
+                    v.disp_runnext,
+                    v.disp_shared + v.disp_fair_tick,
+                    v.stolen_tasks
                 )),
             ]));
         }
@@ -119,17 +119,17 @@ impl View {
 
     fn draw_summary(&self, f: &mut Frame, area: Rect, fr: &Frame1) {
         let d = &fr.d;
-        let t = |n: &str| d.total(n);
+        let t = d.total();
         let per_s = |v: u64| v as f64 / fr.interval_s.max(0.001);
         let mix = [
-            ("runnext", t("disp_runnext")),
-            ("local", t("disp_local").saturating_sub(t("disp_runnext"))),
-            ("shared", t("disp_shared")),
-            ("fair tick", t("disp_fair_tick")),
-            ("steal llc", t("disp_steal_llc")),
-            ("steal node", t("disp_steal_node")),
-            ("steal remote", t("disp_steal_remote")),
-            ("direct idle", t("enq_direct_idle")),
+            ("runnext", t.disp_runnext),
+            ("local", t.disp_local.saturating_sub(t.disp_runnext)),
+            ("shared", t.disp_shared),
+            ("fair tick", t.disp_fair_tick),
+            ("steal llc", t.disp_steal_llc),
+            ("steal node", t.disp_steal_node),
+            ("steal remote", t.disp_steal_remote),
+            ("direct idle", t.enq_direct_idle),
         ];
         let total: u64 = mix.iter().map(|(_, v)| v).sum::<u64>().max(1);
         let mut lines = vec![Line::from(Span::styled(
@@ -151,14 +151,14 @@ impl View {
                 Span::styled("▇".repeat(w), Style::default().fg(Color::Magenta)),
             ]));
         }
-        let l = t("numa_local") as f64;
-        let rm = t("numa_remote") as f64;
+        let l = t.numa_local as f64;
+        let rm = t.numa_remote as f64;
         lines.push(Line::from(format!(
             "steals/s {:.0} ({:.0} tasks)  preempt/s {:.0} sysmon + {:.0} slice",
-            per_s(t("disp_steal_llc") + t("disp_steal_node") + t("disp_steal_remote")),
-            per_s(t("stolen_tasks")),
-            per_s(t("preempt_sysmon")),
-            per_s(t("preempt_slice")),
+            per_s(t.disp_steal_llc + t.disp_steal_node + t.disp_steal_remote),
+            per_s(t.stolen_tasks),
+            per_s(t.preempt_sysmon),
+            per_s(t.preempt_slice),
         )));
         lines.push(Line::from(format!(
             "NUMA local {:.1}%  cross-node migrations/s {:.0}",
@@ -167,7 +167,7 @@ impl View {
             } else {
                 100.0
             },
-            per_s(t("migrations_node"))
+            per_s(t.migrations_node)
         )));
         f.render_widget(
             Paragraph::new(lines).block(
