@@ -109,9 +109,9 @@ fn run(opts: cli::Opts) -> Result<()> {
     }
     // Launched only now: the checks above made sure no other scheduler owns the socket.
     let stats_server = StatsServer::<(), metrics::Metrics>::new(
-        StatsServerData::new()
-            .add_meta(metrics::Metrics::meta())
-            .add_meta(metrics::CpuMetrics::meta())
+        metrics::metas()
+            .into_iter()
+            .fold(StatsServerData::new(), StatsServerData::add_meta)
             .add_stats(
                 "top",
                 Box::new(|_args, (tx, rx)| {

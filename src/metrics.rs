@@ -11,10 +11,28 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+// What the stats server sends. The counters are cumulative: several clients may attach at
+// once, and each takes its own interval deltas.
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
-#[stat(desc = "one CPU's counters")]
+#[stat(desc = "one CPU: where it is, its queue, its counters")]
 pub struct CpuMetrics {
+    #[stat(desc = "the CPU's NUMA node")]
+    pub node: u32,
+    #[stat(desc = "tasks in the CPU's local queue (cpu_dsq) now")]
+    pub local_queued: u32,
     #[stat(desc = "the CPU's counters, cumulative")]
+    pub counters: Counters,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
+#[stat(desc = "one NUMA node: its shared queue, its CPUs, its counters")]
+pub struct NodeMetrics {
+    #[stat(desc = "tasks in the node's shared queue (shared_dsq) now")]
+    pub shared_queued: u32,
+    #[stat(desc = "the node's CPUs, by id")]
+    pub cpus: Vec<u32>,
+    #[stat(desc = "the counters summed over the node's CPUs, cumulative")]
     pub counters: Counters,
 }
 
@@ -27,20 +45,18 @@ pub struct Metrics {
     pub procs: Vec<u32>,
     #[stat(desc = "procs running no scx_gmp task right now")]
     pub idle_procs: u64,
-    #[stat(desc = "tasks in each CPU's local queue (cpu_dsq), by CPU id")]
-    pub local_queued: Vec<u32>,
-    #[stat(desc = "tasks in each node's shared queue (shared_dsq), by node id")]
-    pub shared_queued: Vec<u32>,
-    #[stat(desc = "NUMA node of each CPU, by CPU id")]
-    pub cpu_node: Vec<u32>,
     #[stat(desc = "reloads after CPU hotplug")]
     pub restarts: u64,
     #[stat(desc = "per-task states held by the BPF side (one per task it schedules)")]
     pub task_ctxs: i64,
     #[stat(desc = "per-cgroup states held by the BPF side (one per cgroup)")]
     pub cgrp_ctxs: i64,
-    #[stat(desc = "per-CPU counters, by CPU id")]
+    #[stat(desc = "the counters summed over every CPU, cumulative")]
+    pub total: Counters,
+    #[stat(desc = "per CPU, by CPU id")]
     pub cpus: BTreeMap<u32, CpuMetrics>,
+    #[stat(desc = "per NUMA node, by node id")]
+    pub nodes: BTreeMap<u32, NodeMetrics>,
     #[stat(
         desc = "wakeup-to-run latency histogram: exact below 4 us, then 4 buckets per power of two"
     )]
@@ -58,30 +74,51 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    pub fn new(ts_ms: u64, sample: &Sample, g: &Gauges, cpu_node: &[u32]) -> Self {
+    pub fn new(ts_ms: u64, sample: &Sample, g: &Gauges) -> Self {
+        let ncpu = sample
+            .per_cpu
+            .len()
+            .max(g.cpu_node.len())
+            .max(g.local_queued.len());
+        let node_of = |c: usize| g.cpu_node.get(c).copied().unwrap_or(0);
+        let cpus = (0..ncpu)
+            .map(|c| {
+                let m = CpuMetrics {
+                    node: node_of(c),
+                    local_queued: g.local_queued.get(c).copied().unwrap_or(0),
+                    counters: sample.cpu(c).clone(),
+                };
+                (c as u32, m)
+            })
+            .collect();
+        let per_node = sample.per_node(&g.cpu_node, g.shared_queued.len());
+        let nodes = g
+            .shared_queued
+            .iter()
+            .zip(per_node)
+            .enumerate()
+            .map(|(n, (&shared_queued, counters))| {
+                let m = NodeMetrics {
+                    shared_queued,
+                    cpus: (0..ncpu)
+                        .filter(|&c| node_of(c) == n as u32)
+                        .map(|c| c as u32)
+                        .collect(),
+                    counters,
+                };
+                (n as u32, m)
+            })
+            .collect();
         Self {
             ts_ms,
             procs: g.procs.iter().map(|&c| c as u32).collect(),
             idle_procs: g.idle_procs as u64,
-            local_queued: g.local_queued.clone(),
-            shared_queued: g.shared_queued.clone(),
-            cpu_node: cpu_node.to_vec(),
             restarts: g.restarts,
             task_ctxs: g.task_ctxs,
             cgrp_ctxs: g.cgrp_ctxs,
-            cpus: sample
-                .per_cpu
-                .iter()
-                .enumerate()
-                .map(|(c, cnt)| {
-                    (
-                        c as u32,
-                        CpuMetrics {
-                            counters: cnt.clone(),
-                        },
-                    )
-                })
-                .collect(),
+            total: sample.total(),
+            cpus,
+            nodes,
             lat_hist: sample.lat.clone(),
             longest_wait_us: g.longest_wait.wait_us,
             longest_wait_pid: g.longest_wait.pid,
@@ -91,19 +128,24 @@ impl Metrics {
         }
     }
 
-    pub fn sample(&self) -> Sample {
+    /// A value of every CPU, by CPU id (0 for an id the reading lacks).
+    fn by_cpu<T: Clone + Default>(&self, f: impl Fn(&CpuMetrics) -> T) -> Vec<T> {
         let n = self
             .cpus
             .keys()
             .next_back()
             .map(|&c| c as usize + 1)
             .unwrap_or(0);
-        let mut per_cpu = vec![Counters::ZERO; n];
+        let mut v = vec![T::default(); n];
         for (&c, m) in &self.cpus {
-            per_cpu[c as usize] = m.counters.clone();
+            v[c as usize] = f(m);
         }
+        v
+    }
+
+    pub fn sample(&self) -> Sample {
         Sample {
-            per_cpu,
+            per_cpu: self.by_cpu(|m| m.counters.clone()),
             lat: self.lat_hist.clone(),
         }
     }
@@ -120,12 +162,12 @@ impl Metrics {
         Gauges {
             procs: self.procs.iter().map(|&c| c as usize).collect(),
             idle_procs: self.idle_procs as usize,
-            local_queued: self.local_queued.clone(),
-            shared_queued: self.shared_queued.clone(),
+            local_queued: self.by_cpu(|m| m.local_queued),
+            shared_queued: self.nodes.values().map(|m| m.shared_queued).collect(),
             restarts: self.restarts,
             task_ctxs: self.task_ctxs,
             cgrp_ctxs: self.cgrp_ctxs,
-            cpu_node: self.cpu_node.clone(),
+            cpu_node: self.by_cpu(|m| m.node),
             longest_wait: WaitRec {
                 wait_us: self.longest_wait_us,
                 pid: self.longest_wait_pid,
@@ -135,6 +177,17 @@ impl Metrics {
             starve_warn_ms: self.starve_warn_ms,
         }
     }
+}
+
+/// The described types the stats server serves, for its clients and `--help-stats`; the
+/// top-level one first.
+pub fn metas() -> Vec<scx_stats::StatsMeta> {
+    vec![
+        Metrics::meta(),
+        CpuMetrics::meta(),
+        NodeMetrics::meta(),
+        Counters::meta(),
+    ]
 }
 
 /// Output formats of an interval report.
@@ -172,7 +225,7 @@ impl Printer {
         Some(if self.format.json {
             r.to_json().to_string()
         } else if self.format.detail {
-            format!("{}\n{}", r.to_schedtrace(), detail(&r, &cur.cpu_node))
+            format!("{}\n{}", r.to_schedtrace(), detail(&r))
         } else {
             r.to_schedtrace()
         })
@@ -197,8 +250,9 @@ pub fn print_stream(interval_s: f64, format: Format, shutdown: &AtomicBool) -> a
 }
 
 /// Go's scheddetail: a line per node and per CPU.
-fn detail(r: &Report, cpu_node: &[u32]) -> String {
+fn detail(r: &Report) -> String {
     let mut out = String::new();
+    let cpu_node = &r.g.cpu_node;
     let d = r.d;
     let nodes = r.g.shared_queued.len();
     for n in 0..nodes {
@@ -329,6 +383,7 @@ pub(crate) mod tests {
             restarts: 1,
             task_ctxs: 12,
             cgrp_ctxs: 3,
+            cpu_node: vec![0, 0, 1, 1],
             longest_wait: WaitRec {
                 wait_us: 1500 * k,
                 pid: 7,
@@ -336,9 +391,8 @@ pub(crate) mod tests {
                 still_waiting: false,
             },
             starve_warn_ms: 500,
-            ..Default::default()
         };
-        Metrics::new(ts, &sample, &g, &[0, 0, 1, 1])
+        Metrics::new(ts, &sample, &g)
     }
 
     /// What a printer in `format` prints for the interval from `a` to `b` (nothing for `a`).
@@ -383,9 +437,10 @@ pub(crate) mod tests {
             idle_procs: 1,
             local_queued: vec![1, 2],
             shared_queued: vec![3],
+            cpu_node: vec![0, 0],
             ..Default::default()
         };
-        Metrics::new(ts, &sample, &g, &[0, 0])
+        Metrics::new(ts, &sample, &g)
     }
 
     #[test]
@@ -406,10 +461,29 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn served_stats_are_named() {
+        let v = serde_json::to_value(varied(5, 1)).unwrap();
+        // Counters by name: CPU c's slot i holds (i + 1) * (c + 1).
+        assert_eq!(v["cpus"]["2"]["counters"]["disp_runnext"], 2 * 3);
+        assert_eq!(v["cpus"]["2"]["node"], 1);
+        assert_eq!(v["cpus"]["3"]["local_queued"], 5);
+        assert_eq!(v["nodes"]["1"]["cpus"], serde_json::json!([2, 3]));
+        assert_eq!(v["nodes"]["1"]["shared_queued"], 7);
+        assert_eq!(v["nodes"]["1"]["counters"]["disp_local"], 3 + 4);
+        assert_eq!(v["total"]["disp_local"], 1 + 2 + 3 + 4);
+    }
+
+    #[test]
     fn metrics_survive_json() {
-        let m = metrics(5, 7);
+        let m = varied(5, 7);
         let back: Metrics = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         assert_eq!(back.sample().per_cpu, m.sample().per_cpu);
+        assert_eq!(back.sample().lat, m.sample().lat);
+        let (g, b) = (m.gauges(), back.gauges());
+        assert_eq!(
+            (b.local_queued, b.shared_queued, b.cpu_node, b.longest_wait),
+            (g.local_queued, g.shared_queued, g.cpu_node, g.longest_wait)
+        );
     }
 
     #[test]

@@ -129,7 +129,6 @@ impl<'a> Scheduler<'a> {
             started.elapsed().as_millis() as u64,
             &counters::sample(&self.skel)?,
             &self.gauges(),
-            &self.topo.cpu_node,
         ))
     }
 

@@ -78,7 +78,7 @@ impl View {
             "CPU  node proc  queue            busy  ran (local/runnext/shared/stolen)",
             Style::default().add_modifier(Modifier::BOLD),
         ))];
-        let ncpu = fr.cpu_node.len().max(fr.d.per_cpu.len());
+        let ncpu = fr.g.cpu_node.len().max(fr.d.per_cpu.len());
         for c in 0..ncpu {
             let in_procs = fr.g.procs.contains(&c);
             let q = fr.g.local_queued.get(c).copied().unwrap_or(0);
@@ -95,7 +95,7 @@ impl View {
             lines.push(Line::from(vec![
                 Span::raw(format!(
                     "P{c:<3} {:>4} {:>4}  ",
-                    fr.cpu_node.get(c).copied().unwrap_or(0),
+                    fr.g.cpu_node.get(c).copied().unwrap_or(0),
                     if in_procs { "in" } else { "out" }
                 )),
                 Span::styled("█".repeat(filled), Style::default().fg(Color::Cyan)),

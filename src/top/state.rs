@@ -17,7 +17,6 @@ pub(super) struct Frame1 {
     pub(super) interval_s: f64,
     pub(super) g: Gauges,
     pub(super) d: Sample,
-    pub(super) cpu_node: Vec<u32>,
 }
 
 /// Heat map column: counts per latency row, and the p50/p99 rows.
@@ -84,7 +83,6 @@ impl View {
             interval_s,
             g,
             d,
-            cpu_node: cur.cpu_node.clone(),
         });
         self.status.clear();
     }
