@@ -179,14 +179,26 @@ impl Metrics {
     }
 }
 
-/// The described types the stats server serves, for its clients and `--help-stats`; the
-/// top-level one first.
+/// The described types, for the stats server's clients and `--help-stats`: what the server
+/// serves (the top-level one first), then the `--json` interval report.
 pub fn metas() -> Vec<scx_stats::StatsMeta> {
+    use crate::stats::*;
     vec![
         Metrics::meta(),
         CpuMetrics::meta(),
         NodeMetrics::meta(),
         Counters::meta(),
+        Interval::meta(),
+        Dispatch::meta(),
+        Enqueue::meta(),
+        Preempt::meta(),
+        Kicks::meta(),
+        Numa::meta(),
+        NumaNode::meta(),
+        Starvation::meta(),
+        Latency::meta(),
+        Ctx::meta(),
+        Bool::meta(),
     ]
 }
 
@@ -458,6 +470,24 @@ pub(crate) mod tests {
         assert!(out.lines().next().unwrap().starts_with("SCHED 2000ms"));
         assert!(out.contains("  node0: cpus=0-1 runqueue=3"), "{out}");
         assert!(out.contains("  P1: node=0 runq=2"), "{out}");
+    }
+
+    /// Every struct a described field holds is described too, so that a client (and
+    /// `--help-stats`) can follow every field down to numbers and strings.
+    #[test]
+    fn every_nested_type_is_registered() {
+        use scx_stats::{StatsData, StatsKind};
+        let metas = metas();
+        let names: Vec<&str> = metas.iter().map(|m| m.name.as_str()).collect();
+        for m in &metas {
+            for (f, field) in &m.fields {
+                let (StatsData::Datum(k) | StatsData::Array(k) | StatsData::Dict { datum: k, .. }) =
+                    &field.data;
+                if let StatsKind::Struct(inner) = k {
+                    assert!(names.contains(&inner.as_str()), "{}.{f}: {inner}", m.name);
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! Counters from the BPF side: the named counters (one list gives their fields, descriptions
 //! and BPF slots), interval deltas, latency percentiles, and the two output formats (a
-//! schedtrace-style line and a JSON line).
+//! schedtrace-style line and the described `--json` object).
 
 use crate::bpf_intf as intf;
 use scx_stats_derive::Stats;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Slots per CPU and latency buckets, from bpf/intf.h.
 pub const NR_STATS: usize = intf::gmp_stat_GMP_NR_STATS as usize;
@@ -318,6 +318,220 @@ impl WaitRec {
     }
 }
 
+// The `--json` report of one interval, field by field, described like the served stats (and
+// registered with them): the keys and value shapes are what scripts already read, so the
+// field names and types here must not change; fields may be added. Counters are deltas over
+// the interval.
+
+#[derive(Clone, Debug, Serialize, Stats)]
+#[stat(desc = "scx_gmp --json: one interval, counters as deltas over it")]
+pub struct Interval {
+    #[stat(desc = "milliseconds since scx_gmp started, at the interval's end")]
+    pub ts_ms: u64,
+    #[stat(desc = "the interval's length in seconds")]
+    pub interval_s: f64,
+    #[stat(desc = "how many CPUs scx_gmp dispatches ordinary work to (the procs)")]
+    pub procs: usize,
+    #[stat(desc = "procs running no scx_gmp task at the interval's end")]
+    pub idle_procs: usize,
+    #[stat(desc = "tasks waiting in the shared queues, all nodes")]
+    pub shared_queued: u64,
+    #[stat(desc = "tasks waiting in each node's shared queue, by node id")]
+    pub shared_queued_per_node: Vec<u32>,
+    #[stat(desc = "tasks waiting in each proc's local queue, in the order of procs_cpus")]
+    pub local_queued: Vec<u32>,
+    #[stat(desc = "dispatches by where the task came from")]
+    pub dispatch: Dispatch,
+    #[stat(desc = "stolen_tasks in the interval")]
+    pub stolen_tasks: u64,
+    #[stat(desc = "enqueues by where the task went")]
+    pub enqueue: Enqueue,
+    #[stat(desc = "preemptions and queue jumps")]
+    pub preempt: Preempt,
+    #[stat(desc = "CPUs kicked")]
+    pub kicks: Kicks,
+    #[stat(desc = "the procs as a CPU list (0-3,8)")]
+    pub procs_cpus: String,
+    #[stat(desc = "task starts and placements on the home node versus elsewhere")]
+    pub numa: Numa,
+    #[stat(desc = "the longest wait to run in the last second")]
+    pub starvation: Starvation,
+    #[stat(desc = "wakeup-to-run latency over the interval (bucket upper bounds)")]
+    pub latency_us: Latency,
+    #[stat(desc = "share of the interval each proc ran scx_gmp tasks, in the order of procs_cpus")]
+    pub busy_pct: Vec<f64>,
+    #[stat(desc = "sysmon_runs in the interval")]
+    pub sysmon_runs: u64,
+    #[stat(desc = "per-task and per-cgroup states the BPF side holds")]
+    pub ctx: Ctx,
+    #[stat(desc = "reloads after CPU hotplug, since scx_gmp started")]
+    pub restarts: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Stats)]
+#[stat(desc = "dispatches by where the task came from, in the interval")]
+pub struct Dispatch {
+    #[stat(desc = "disp_runnext in the interval")]
+    pub runnext: u64,
+    #[stat(desc = "disp_local in the interval")]
+    pub local: u64,
+    #[stat(desc = "disp_shared in the interval")]
+    pub shared: u64,
+    #[stat(desc = "disp_fair_tick in the interval")]
+    pub fair_tick: u64,
+    #[stat(desc = "disp_steal_llc in the interval")]
+    pub steal_llc: u64,
+    #[stat(desc = "disp_steal_node in the interval")]
+    pub steal_node: u64,
+    #[stat(desc = "disp_steal_remote in the interval")]
+    pub steal_remote: u64,
+    #[stat(desc = "disp_keep_prev in the interval")]
+    pub keep_prev: u64,
+    #[stat(desc = "disp_lag in the interval")]
+    pub lag: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Stats)]
+#[stat(desc = "enqueues by where the task went, in the interval")]
+pub struct Enqueue {
+    #[stat(desc = "enq_local in the interval")]
+    pub local: u64,
+    #[stat(desc = "enq_runnext in the interval")]
+    pub runnext: u64,
+    #[stat(desc = "enq_overflow in the interval")]
+    pub overflow: u64,
+    #[stat(desc = "enq_preempted in the interval")]
+    pub preempted: u64,
+    #[stat(desc = "enq_direct_idle in the interval")]
+    pub direct_idle: u64,
+    #[stat(desc = "enq_pinned in the interval")]
+    pub pinned: u64,
+    #[stat(desc = "enq_reenq in the interval")]
+    pub reenq: u64,
+    #[stat(desc = "enq_stranded in the interval")]
+    pub stranded: u64,
+    #[stat(desc = "evicted in the interval")]
+    pub evicted: u64,
+    #[stat(desc = "enq_resumed in the interval")]
+    pub resumed: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Stats)]
+#[stat(desc = "preemptions and queue jumps in the interval")]
+pub struct Preempt {
+    #[stat(desc = "preempt_sysmon in the interval")]
+    pub sysmon: u64,
+    #[stat(desc = "preempt_slice in the interval")]
+    pub slice: u64,
+    #[stat(desc = "preempt_wakeup in the interval")]
+    pub wakeup: u64,
+    #[stat(desc = "wake_head in the interval")]
+    pub wakeup_head: u64,
+    #[stat(desc = "wake_no_jump in the interval")]
+    pub wakeup_no_jump: u64,
+    #[stat(desc = "turn_given_back in the interval")]
+    pub given_back: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Stats)]
+#[stat(desc = "CPUs kicked in the interval")]
+pub struct Kicks {
+    #[stat(desc = "kick_idle in the interval")]
+    pub idle: u64,
+    #[stat(desc = "kick_preempt in the interval")]
+    pub preempt: u64,
+    #[stat(desc = "kick_stuck in the interval")]
+    pub stuck: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Stats)]
+#[stat(desc = "task starts and placements on the home node versus elsewhere, in the interval")]
+pub struct Numa {
+    #[stat(desc = "numa_local in the interval")]
+    pub local: u64,
+    #[stat(desc = "numa_remote in the interval")]
+    pub remote: u64,
+    #[stat(desc = "place_home in the interval")]
+    pub place_home: u64,
+    #[stat(desc = "place_remote in the interval")]
+    pub place_remote: u64,
+    #[stat(desc = "migrations in the interval")]
+    pub migrations: u64,
+    #[stat(desc = "migrations_node in the interval")]
+    pub migrations_node: u64,
+    #[stat(desc = "disp_steal_remote in the interval")]
+    pub steals_remote: u64,
+    #[stat(desc = "the same per node, counted on the CPU where each event happened")]
+    pub per_node: Vec<NumaNode>,
+}
+
+#[derive(Clone, Debug, Serialize, Stats)]
+#[stat(desc = "one node's home-versus-remote counters in the interval")]
+pub struct NumaNode {
+    #[stat(desc = "node id")]
+    pub node: usize,
+    #[stat(desc = "numa_local on the node's CPUs")]
+    pub starts_home: u64,
+    #[stat(desc = "numa_remote on the node's CPUs")]
+    pub starts_remote: u64,
+    #[stat(desc = "place_home on the node's CPUs")]
+    pub place_home: u64,
+    #[stat(desc = "place_remote on the node's CPUs")]
+    pub place_remote: u64,
+    #[stat(desc = "disp_steal_remote by the node's CPUs")]
+    pub steals_remote: u64,
+    #[stat(desc = "migrations_node onto the node's CPUs")]
+    pub migrations_in: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Stats)]
+#[stat(desc = "the longest wait to run in the last second")]
+pub struct Starvation {
+    #[stat(desc = "how long it waited (us)")]
+    pub longest_wait_us: u64,
+    #[stat(desc = "the task's pid")]
+    pub pid: i32,
+    #[stat(desc = "the task's command")]
+    pub comm: String,
+    #[stat(desc = "whether it was still queued when seen (a queue head), not started yet")]
+    pub still_waiting: Bool,
+    #[stat(desc = "starve_over in the interval")]
+    pub over_threshold: u64,
+    #[stat(desc = "--starve-warn-ms")]
+    pub threshold_ms: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Stats)]
+#[stat(desc = "wakeup-to-run latency over the interval (bucket upper bounds)")]
+pub struct Latency {
+    #[stat(desc = "median (us)")]
+    pub p50: u64,
+    #[stat(desc = "99th percentile (us)")]
+    pub p99: u64,
+    #[stat(desc = "longest (us)")]
+    pub max: u64,
+    #[stat(desc = "lat_count in the interval")]
+    pub samples: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Stats)]
+#[stat(desc = "per-task and per-cgroup states the BPF side holds")]
+pub struct Ctx {
+    #[stat(desc = "per-task states now (one per task it schedules)")]
+    pub tasks: i64,
+    #[stat(desc = "per-cgroup states now (one per cgroup)")]
+    pub cgroups: i64,
+    #[stat(desc = "ctx_alloc_fail in the interval")]
+    pub alloc_fail: u64,
+}
+
+/// A JSON boolean. scx_stats describes integers, floats, strings and structs only; this
+/// keeps `true`/`false` on the wire and names the kind in the description.
+#[derive(Clone, Copy, Debug, Serialize, Stats)]
+#[serde(transparent)]
+#[stat(desc = "a JSON boolean: true or false")]
+pub struct Bool(pub bool);
+
 /// One interval's report.
 pub struct Report<'a> {
     pub elapsed_ms: u64,
@@ -345,107 +559,115 @@ impl Report<'_> {
         }
     }
 
-    pub fn to_json(&self) -> Value {
+    /// The interval as the described `--json` object.
+    pub fn interval(&self) -> Interval {
         let d = self.d;
         let t = d.total();
-        json!({
-            "ts_ms": self.elapsed_ms,
-            "interval_s": self.interval_s,
-            "procs": self.g.procs.len(),
-            "idle_procs": self.g.idle_procs,
-            "shared_queued": self.g.shared_queued.iter().map(|&v| v as u64).sum::<u64>(),
-            "shared_queued_per_node": self.g.shared_queued,
-            "local_queued": self.local_of_procs(),
-            "dispatch": {
-                "runnext": t.disp_runnext,
-                "local": t.disp_local,
-                "shared": t.disp_shared,
-                "fair_tick": t.disp_fair_tick,
-                "steal_llc": t.disp_steal_llc,
-                "steal_node": t.disp_steal_node,
-                "steal_remote": t.disp_steal_remote,
-                "keep_prev": t.disp_keep_prev,
-                "lag": t.disp_lag,
+        let w = &self.g.longest_wait;
+        Interval {
+            ts_ms: self.elapsed_ms,
+            interval_s: self.interval_s,
+            procs: self.g.procs.len(),
+            idle_procs: self.g.idle_procs,
+            shared_queued: self.g.shared_queued.iter().map(|&v| v as u64).sum(),
+            shared_queued_per_node: self.g.shared_queued.clone(),
+            local_queued: self.local_of_procs(),
+            dispatch: Dispatch {
+                runnext: t.disp_runnext,
+                local: t.disp_local,
+                shared: t.disp_shared,
+                fair_tick: t.disp_fair_tick,
+                steal_llc: t.disp_steal_llc,
+                steal_node: t.disp_steal_node,
+                steal_remote: t.disp_steal_remote,
+                keep_prev: t.disp_keep_prev,
+                lag: t.disp_lag,
             },
-            "stolen_tasks": t.stolen_tasks,
-            "enqueue": {
-                "local": t.enq_local,
-                "runnext": t.enq_runnext,
-                "overflow": t.enq_overflow,
-                "preempted": t.enq_preempted,
-                "direct_idle": t.enq_direct_idle,
-                "pinned": t.enq_pinned,
-                "reenq": t.enq_reenq,
-                "stranded": t.enq_stranded,
-                "evicted": t.evicted,
-                "resumed": t.enq_resumed,
+            stolen_tasks: t.stolen_tasks,
+            enqueue: Enqueue {
+                local: t.enq_local,
+                runnext: t.enq_runnext,
+                overflow: t.enq_overflow,
+                preempted: t.enq_preempted,
+                direct_idle: t.enq_direct_idle,
+                pinned: t.enq_pinned,
+                reenq: t.enq_reenq,
+                stranded: t.enq_stranded,
+                evicted: t.evicted,
+                resumed: t.enq_resumed,
             },
-            "preempt": {
-                "sysmon": t.preempt_sysmon,
-                "slice": t.preempt_slice,
-                "wakeup": t.preempt_wakeup,
-                "wakeup_head": t.wake_head,
-                "wakeup_no_jump": t.wake_no_jump,
-                "given_back": t.turn_given_back,
+            preempt: Preempt {
+                sysmon: t.preempt_sysmon,
+                slice: t.preempt_slice,
+                wakeup: t.preempt_wakeup,
+                wakeup_head: t.wake_head,
+                wakeup_no_jump: t.wake_no_jump,
+                given_back: t.turn_given_back,
             },
-            "kicks": { "idle": t.kick_idle, "preempt": t.kick_preempt, "stuck": t.kick_stuck },
-            "procs_cpus": crate::topo::cpulist(&self.g.procs),
-            "numa": {
-                "local": t.numa_local,
-                "remote": t.numa_remote,
-                "place_home": t.place_home,
-                "place_remote": t.place_remote,
-                "migrations": t.migrations,
-                "migrations_node": t.migrations_node,
-                "steals_remote": t.disp_steal_remote,
-                "per_node": self.per_node_json(),
+            kicks: Kicks {
+                idle: t.kick_idle,
+                preempt: t.kick_preempt,
+                stuck: t.kick_stuck,
             },
-            "starvation": {
-                "longest_wait_us": self.g.longest_wait.wait_us,
-                "pid": self.g.longest_wait.pid,
-                "comm": self.g.longest_wait.comm,
-                "still_waiting": self.g.longest_wait.still_waiting,
-                "over_threshold": t.starve_over,
-                "threshold_ms": self.g.starve_warn_ms,
+            procs_cpus: crate::topo::cpulist(&self.g.procs),
+            numa: Numa {
+                local: t.numa_local,
+                remote: t.numa_remote,
+                place_home: t.place_home,
+                place_remote: t.place_remote,
+                migrations: t.migrations,
+                migrations_node: t.migrations_node,
+                steals_remote: t.disp_steal_remote,
+                per_node: self.per_node(),
             },
-            "latency_us": {
-                "p50": percentile_us(&d.lat, 0.50),
-                "p99": percentile_us(&d.lat, 0.99),
-                "max": max_us(&d.lat),
-                "samples": t.lat_count,
+            starvation: Starvation {
+                longest_wait_us: w.wait_us,
+                pid: w.pid,
+                comm: w.comm.clone(),
+                still_waiting: Bool(w.still_waiting),
+                over_threshold: t.starve_over,
+                threshold_ms: self.g.starve_warn_ms,
             },
-            "busy_pct": self.g.procs.iter().map(|&c| self.busy_pct(c)).collect::<Vec<_>>(),
-            "sysmon_runs": t.sysmon_runs,
-            "ctx": {
-                "tasks": self.g.task_ctxs,
-                "cgroups": self.g.cgrp_ctxs,
-                "alloc_fail": t.ctx_alloc_fail,
+            latency_us: Latency {
+                p50: percentile_us(&d.lat, 0.50),
+                p99: percentile_us(&d.lat, 0.99),
+                max: max_us(&d.lat),
+                samples: t.lat_count,
             },
-            "restarts": self.g.restarts,
-        })
+            busy_pct: self.g.procs.iter().map(|&c| self.busy_pct(c)).collect(),
+            sysmon_runs: t.sysmon_runs,
+            ctx: Ctx {
+                tasks: self.g.task_ctxs,
+                cgroups: self.g.cgrp_ctxs,
+                alloc_fail: t.ctx_alloc_fail,
+            },
+            restarts: self.g.restarts,
+        }
+    }
+
+    /// The `--json` object. Through a `Value`, so that its keys come out sorted as they
+    /// always have, whatever the order of the fields.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.interval()).expect("an Interval always serializes")
     }
 
     /// Home-versus-remote counters per node (counted on the CPU where each event happened).
-    fn per_node_json(&self) -> Value {
+    fn per_node(&self) -> Vec<NumaNode> {
         let nodes = self.g.shared_queued.len();
-        Value::Array(
-            self.d
-                .per_node(&self.g.cpu_node, nodes)
-                .iter()
-                .enumerate()
-                .map(|(n, c)| {
-                    json!({
-                        "node": n,
-                        "starts_home": c.numa_local,
-                        "starts_remote": c.numa_remote,
-                        "place_home": c.place_home,
-                        "place_remote": c.place_remote,
-                        "steals_remote": c.disp_steal_remote,
-                        "migrations_in": c.migrations_node,
-                    })
-                })
-                .collect(),
-        )
+        self.d
+            .per_node(&self.g.cpu_node, nodes)
+            .iter()
+            .enumerate()
+            .map(|(n, c)| NumaNode {
+                node: n,
+                starts_home: c.numa_local,
+                starts_remote: c.numa_remote,
+                place_home: c.place_home,
+                place_remote: c.place_remote,
+                steals_remote: c.disp_steal_remote,
+                migrations_in: c.migrations_node,
+            })
+            .collect()
     }
 
     /// Share of the interval CPU `c` spent running scx_gmp tasks, in percent.
@@ -809,7 +1031,7 @@ mod tests {
         );
         let j = r.to_json();
         assert_eq!(j["procs"], 2);
-        assert_eq!(j["local_queued"], json!([3, 0]));
+        assert_eq!(j["local_queued"], serde_json::json!([3, 0]));
         assert_eq!(j["dispatch"]["local"], 2);
         assert!(j["latency_us"]["p99"].as_u64().is_some());
         let over = d.total().starve_over;
