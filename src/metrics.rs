@@ -3,7 +3,7 @@
 //! scheduler's own process goes through the same printer.
 
 use crate::stats::{Counters, Gauges, Report, Sample, WaitRec};
-use scx_stats::Meta;
+use scx_stats::{Meta, StatsData, StatsKind, StatsMeta};
 use scx_stats_derive::Stats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -37,7 +37,11 @@ pub struct NodeMetrics {
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
-#[stat(top, desc = "scx_gmp: state now and cumulative counters")]
+#[stat(
+    top,
+    desc = "the stats server's reply (scx_gmp --monitor, scx_gmp top, other tools): \
+            state now and cumulative counters"
+)]
 pub struct Metrics {
     #[stat(desc = "milliseconds since scx_gmp started")]
     pub ts_ms: u64,
@@ -179,14 +183,11 @@ impl Metrics {
     }
 }
 
-/// The described types, for the stats server's clients and `--help-stats`: what the server
-/// serves (the top-level one first), then the `--json` interval report.
+/// The described types, for the stats server's clients and `--help-stats` (which keeps this
+/// order): the counters, the `--json` interval report, then what the server serves.
 pub fn metas() -> Vec<scx_stats::StatsMeta> {
     use crate::stats::*;
     vec![
-        Metrics::meta(),
-        CpuMetrics::meta(),
-        NodeMetrics::meta(),
         Counters::meta(),
         Interval::meta(),
         Dispatch::meta(),
@@ -199,6 +200,9 @@ pub fn metas() -> Vec<scx_stats::StatsMeta> {
         Latency::meta(),
         Ctx::meta(),
         Bool::meta(),
+        Metrics::meta(),
+        CpuMetrics::meta(),
+        NodeMetrics::meta(),
     ]
 }
 
@@ -306,60 +310,86 @@ fn detail(r: &Report) -> String {
     out
 }
 
-/// `--help-stats`: every stat in one line.
-pub fn help_stats() -> String {
-    let mut out = String::from("Interval reports (--stats, --monitor; --json for JSON lines):\n");
-    let gauges = [
-        ("ts_ms", "milliseconds since scx_gmp started"),
-        ("procs", "CPUs scx_gmp dispatches ordinary work to"),
-        (
-            "idle_procs / idle",
-            "procs running no scx_gmp task at the end of the interval",
-        ),
-        (
-            "shared_queued / runqueue",
-            "tasks waiting in the shared queues (per node in shared_queued_per_node)",
-        ),
-        (
-            "local_queued / [..]",
-            "tasks waiting in each proc's local queue",
-        ),
-        (
-            "latency_us.p50/p99/max",
-            "wakeup-to-run latency percentiles over the interval (bucket upper bounds)",
-        ),
-        (
-            "busy_pct",
-            "share of the interval each proc ran scx_gmp tasks",
-        ),
-        (
-            "numa / numa=%",
-            "task starts on the home node versus elsewhere",
-        ),
-        (
-            "numa.per_node",
-            "per node: starts and idle placements home/remote, remote steals, migrations in",
-        ),
-        (
-            "starvation / maxwait",
-            "longest wait to run in the last second, its pid and command; STARVING when \
-             a task waited past --starve-warn-ms",
-        ),
-        ("restarts", "reloads after CPU hotplug"),
-        (
-            "ctx",
-            "per-task and per-cgroup states the BPF side holds, and allocation failures",
-        ),
-    ];
-    for (n, d) in gauges {
-        let _ = writeln!(out, "  {n:<28} {d}");
+/// The described type a field holds, directly or as the elements of an array or map.
+fn struct_of(data: &StatsData) -> Option<&str> {
+    match data {
+        StatsData::Datum(StatsKind::Struct(t))
+        | StatsData::Array(StatsKind::Struct(t))
+        | StatsData::Dict {
+            datum: StatsKind::Struct(t),
+            ..
+        } => Some(t),
+        _ => None,
     }
-    out.push_str("Counters (deltas over the interval; per CPU with --stats-detail):\n");
-    for (n, f) in Counters::meta().fields {
-        let d = f.attrs.desc.unwrap_or_default();
-        let _ = writeln!(out, "  {n:<28} {d}");
+}
+
+/// `--help-stats`: every field of the described types, one line each, from their metas (the
+/// same descriptions the stats server gives its clients). A type held by several fields (the
+/// counters) gets a section of its own first; then each top-level type's fields are walked
+/// down, their paths written as jq paths (`x[]` is every element of array or map x).
+pub fn help_stats() -> String {
+    let metas = metas();
+    let by_name: BTreeMap<&str, &StatsMeta> = metas.iter().map(|m| (m.name.as_str(), m)).collect();
+    let mut held: BTreeMap<&str, usize> = BTreeMap::new();
+    for f in metas.iter().flat_map(|m| m.fields.values()) {
+        if let Some(t) = struct_of(&f.data) {
+            *held.entry(t).or_default() += 1;
+        }
+    }
+    let shared = metas
+        .iter()
+        .filter(|m| held.get(m.name.as_str()) > Some(&1));
+    let tops = metas.iter().filter(|m| !held.contains_key(m.name.as_str()));
+    let sections: Vec<&StatsMeta> = shared.chain(tops).collect();
+    let section_names: Vec<&str> = sections.iter().map(|m| m.name.as_str()).collect();
+
+    let mut out = String::new();
+    for m in sections {
+        let mut rows = Vec::new();
+        help_rows(&by_name, &section_names, m, "", &mut rows);
+        let pw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+        let kw = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let _ = writeln!(
+            out,
+            "[{}] {}",
+            m.name,
+            m.attrs.desc.as_deref().unwrap_or("")
+        );
+        for (path, kind, desc) in rows {
+            let _ = writeln!(out, "  {path:pw$} {kind:kw$} : {desc}");
+        }
     }
     out
+}
+
+/// The lines of `m`'s fields under `prefix`, and of the fields of the types they hold but
+/// those with a section of their own.
+fn help_rows(
+    by_name: &BTreeMap<&str, &StatsMeta>,
+    sections: &[&str],
+    m: &StatsMeta,
+    prefix: &str,
+    rows: &mut Vec<(String, String, String)>,
+) {
+    for (name, f) in &m.fields {
+        let path = format!("{prefix}{name}");
+        let desc = f.attrs.desc.clone().unwrap_or_default();
+        rows.push((path.clone(), format!("({})", f.data), desc));
+        let Some(inner) = struct_of(&f.data).filter(|t| !sections.contains(t)) else {
+            continue;
+        };
+        let Some(inner) = by_name.get(inner) else {
+            continue;
+        };
+        let sub = match f.data {
+            StatsData::Datum(_) => format!("{path}."),
+            _ => format!("{path}[]."),
+        };
+        help_rows(by_name, sections, inner, &sub, rows);
+    }
 }
 
 #[cfg(test)]
@@ -516,11 +546,63 @@ pub(crate) mod tests {
         );
     }
 
+    /// The paths `--help-stats` describes: each line's first word, under its section.
+    fn help_paths() -> Vec<(String, String)> {
+        let mut section = String::new();
+        let mut paths = Vec::new();
+        for line in help_stats().lines() {
+            if let Some(rest) = line.strip_prefix('[') {
+                section = rest.split(']').next().unwrap().to_string();
+            } else if let Some(word) = line.strip_prefix("  ").and_then(|l| l.split(' ').next()) {
+                paths.push((section.clone(), word.to_string()));
+            }
+        }
+        paths
+    }
+
     #[test]
     fn help_lists_every_counter() {
-        let h = help_stats();
+        let paths = help_paths();
         for n in Counters::meta().fields.keys() {
-            assert!(h.contains(n.as_str()), "{n}");
+            assert!(paths.contains(&("Counters".into(), n.clone())), "{n}");
         }
+    }
+
+    #[test]
+    fn help_lists_every_key_of_the_json() {
+        let line = interval(true, false, varied(1000, 1), varied(2000, 3));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let paths = help_paths();
+        for (key, _) in crate::stats::json_paths(&v) {
+            // An array's elements are described by the array's line.
+            if key.ends_with("[]") {
+                continue;
+            }
+            assert!(paths.contains(&("Interval".into(), key.clone())), "{key}");
+        }
+    }
+
+    #[test]
+    fn every_field_is_described() {
+        for m in metas() {
+            assert!(m.attrs.desc.is_some_and(|d| !d.is_empty()), "{}", m.name);
+            for (f, field) in m.fields {
+                let desc = field.attrs.desc.unwrap_or_default();
+                assert!(!desc.trim().is_empty(), "{}.{f}", m.name);
+            }
+        }
+    }
+
+    /// The library's own walk over the served types finds every type it needs.
+    #[test]
+    fn served_metas_describe() {
+        let data = metas()
+            .into_iter()
+            .fold(scx_stats::StatsServerData::<(), ()>::new(), |d, m| {
+                d.add_meta(m)
+            });
+        let mut out = Vec::new();
+        data.describe_meta(&mut out, None).unwrap();
+        assert!(String::from_utf8(out).unwrap().starts_with("[Metrics"));
     }
 }

@@ -21,7 +21,8 @@ macro_rules! counters {
         /// Missing fields read as 0, so a client and a server of other versions still talk.
         #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Stats)]
         #[serde(default)]
-        #[stat(desc = "scx_gmp's counters, one per kind of event")]
+        #[stat(desc = "scx_gmp's counters, one per kind of event (deltas in the interval \
+                       reports, cumulative from the stats server)")]
         pub struct Counters {
             $(#[stat(desc = $help)] pub $name: u64,)*
         }
