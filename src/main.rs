@@ -108,20 +108,9 @@ fn run(opts: cli::Opts) -> Result<()> {
         warn!("could not protect the loader from the OOM killer: {e}");
     }
     // Launched only now: the checks above made sure no other scheduler owns the socket.
-    let stats_server = StatsServer::<(), metrics::Metrics>::new(
-        metrics::metas()
-            .into_iter()
-            .fold(StatsServerData::new(), StatsServerData::add_meta)
-            .add_stats(
-                "top",
-                Box::new(|_args, (tx, rx)| {
-                    tx.send(())?;
-                    rx.recv()?.to_json()
-                }),
-            ),
-    )
-    .launch()
-    .context("failed to start the stats server")?;
+    let stats_server = StatsServer::new(metrics::server_data())
+        .launch()
+        .context("failed to start the stats server")?;
     let stats_chan = stats_server.channels();
 
     let started = Instant::now();

@@ -3,7 +3,7 @@
 //! scheduler's own process goes through the same printer.
 
 use crate::stats::{Counters, Gauges, Report, Sample, WaitRec};
-use scx_stats::{Meta, StatsData, StatsKind, StatsMeta};
+use scx_stats::{Meta, StatsData, StatsKind, StatsMeta, StatsServerData, ToJson};
 use scx_stats_derive::Stats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -204,6 +204,21 @@ pub fn metas() -> Vec<scx_stats::StatsMeta> {
         CpuMetrics::meta(),
         NodeMetrics::meta(),
     ]
+}
+
+/// The stats server's types and its one target: each request sends the run loop a () and
+/// serves the reading it sends back (sched.rs answers between its ticks).
+pub fn server_data() -> StatsServerData<(), Metrics> {
+    metas()
+        .into_iter()
+        .fold(StatsServerData::new(), StatsServerData::add_meta)
+        .add_stats(
+            "top",
+            Box::new(|_args, (tx, rx)| {
+                tx.send(())?;
+                rx.recv()?.to_json()
+            }),
+        )
 }
 
 /// Output formats of an interval report.
@@ -596,13 +611,46 @@ pub(crate) mod tests {
     /// The library's own walk over the served types finds every type it needs.
     #[test]
     fn served_metas_describe() {
-        let data = metas()
-            .into_iter()
-            .fold(scx_stats::StatsServerData::<(), ()>::new(), |d, m| {
-                d.add_meta(m)
-            });
         let mut out = Vec::new();
-        data.describe_meta(&mut out, None).unwrap();
+        server_data().describe_meta(&mut out, None).unwrap();
         assert!(String::from_utf8(out).unwrap().starts_with("[Metrics"));
+    }
+
+    /// A client of the real server (on a socket of its own) gets back the reading the run
+    /// loop answered with, field for field, and the described types.
+    #[test]
+    fn server_round_trip() {
+        let dir = std::env::temp_dir().join(format!("scx_gmp-stats-test-{}", std::process::id()));
+        let path = dir.join("stats");
+        let server = scx_stats::StatsServer::new(server_data())
+            .set_path(&path)
+            .launch()
+            .unwrap();
+        let (tx, rx) = server.channels();
+        let want = varied(5, 1);
+        let reading = want.clone();
+        std::thread::spawn(move || {
+            while rx.recv().is_ok() {
+                if tx.send(reading.clone()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut client = scx_stats::StatsClient::new()
+            .set_path(&path)
+            .connect(None)
+            .unwrap();
+        let got: Metrics = client.request("stats", vec![]).unwrap();
+        assert_eq!(
+            serde_json::to_value(&got).unwrap(),
+            serde_json::to_value(&want).unwrap()
+        );
+        let served: BTreeMap<String, StatsMeta> = client.request("stats_meta", vec![]).unwrap();
+        for m in metas() {
+            assert!(served.contains_key(&m.name), "{}", m.name);
+        }
+        drop(client);
+        drop(server);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
