@@ -1,6 +1,7 @@
 //! The stats as they travel over the scx_stats protocol (`--monitor`, scxtop and other tools),
-//! and the printer that turns two readings into one interval's report. `--stats` in the
-//! scheduler's own process goes through the same printer.
+//! the stats server's setup with every described type, `--help-stats` generated from those
+//! descriptions, and the printer that turns two readings into one interval's report.
+//! `--stats` in the scheduler's own process goes through the same printer.
 
 use crate::stats::{Counters, Gauges, Report, Sample, WaitRec};
 use scx_stats::{Meta, StatsData, StatsKind, StatsMeta, StatsServerData, ToJson};
