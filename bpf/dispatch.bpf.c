@@ -172,11 +172,22 @@ static __always_inline void dispatch_non_proc(s32 cpu, struct task_struct *prev)
 		keep_prev(cpu, prev);
 }
 
-/* Go's fairness tick: serve the shared queue first now and then. */
+/*
+ * Go's fairness tick: serve the shared queue first every fair_tick-th dispatch, and at least
+ * every FAIR_TICK_MAX_NS of this CPU's time. The time bound is what keeps a shared task's
+ * wait under the watchdog for any turn length and any --fair-tick; it is per CPU, so every
+ * proc of a node takes part and the rate grows with the node. An empty queue counts as
+ * served: nothing waited.
+ */
 static __always_inline bool dispatch_fair_tick(struct cpu_ctx *cctx, u32 node)
 {
-	if (!fair_tick || cctx->schedtick % fair_tick != 0 ||
-	    !scx_bpf_dsq_move_to_local(shared_dsq(node), 0))
+	bool tick = fair_tick && cctx->schedtick % fair_tick == 0;
+	u64 now = now_ns();
+
+	if (!tick && now - cctx->shared_served_at < FAIR_TICK_MAX_NS)
+		return false;
+	cctx->shared_served_at = now;
+	if (!scx_bpf_dsq_move_to_local(shared_dsq(node), 0))
 		return false;
 	stat_add(ST_DISP_FAIR_TICK, 1);
 	return true;
@@ -208,6 +219,7 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	}
 	if (shared_pick(cpu, node)) {
+		cctx->shared_served_at = now_ns();
 		stat_add(ST_DISP_SHARED, 1);
 		/* A woken CPU that found work passes the baton while work remains (Go's spinning). */
 		if (was_kicked && scx_bpf_dsq_nr_queued(shared_dsq(node)) > 0)

@@ -53,9 +53,13 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 #define WEIGHT_ONE 100
 /* 16.16 fixed point for weight factors. */
 #define FP_ONE (1ULL << 16)
-/* Weighted slices are clamped to [SLICE_MIN_NS, SLICE_MAX_MUL * slice_ns]. Untuned bounds. */
-#define SLICE_MIN_NS (250 * 1000ULL)
+/*
+ * Weighted slices are clamped to [SLICE_MIN_NS, SLICE_MAX_MUL * slice_ns], and to TURN_MAX_NS
+ * (bpf/intf.h says why). SLICE_MAX_MUL is untuned.
+ */
+#define SLICE_MIN_NS (SLICE_MIN_US * 1000ULL)
 #define SLICE_MAX_MUL 16
+#define TURN_MAX_NS (TURN_MAX_US * 1000ULL)
 /* cgroup levels followed for weights; deeper levels count as their ancestor. Untuned. */
 #define MAX_CG_DEPTH 16
 /* sysmon looks at queue heads for the starvation warning this often. Untuned. */
@@ -69,6 +73,13 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
  */
 #define SHARED_PICK_WINDOW 8
 #define SHARED_PICK_WAIT_SLICES 4
+/*
+ * Every proc serves its node's shared queue first at least this often, whatever the fair
+ * tick's count: Go's 61 ticks at Go's 10 ms slices. Without it the count alone let turns
+ * of 160 ms (nice -20), --slice-us 85000 or --fair-tick 0 keep a shared task waiting past
+ * the kernel's 5 s watchdog behind pinned tasks.
+ */
+#define FAIR_TICK_MAX_NS (61 * 10 * 1000 * 1000ULL)
 /* lag_steal and the cross-node shared steal act once a lag or wait reaches this many slices. */
 #define LAG_SLICES 2
 /* Debt carried between turns is clamped to [-1, DEBT_MAX_TURNS] weighted slices. Untuned. */
@@ -81,7 +92,7 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 
 /* ---- State ---- */
 
-/* Per-CPU state, shared with the loader through the skeleton's bss. One cache line each. */
+/* Per-CPU state, shared with the loader through the skeleton's bss. Two cache lines each. */
 struct cpu_ctx {
 	u64 running_since;  /* when the current scx_gmp task started; 0: none */
 	u64 schedtick;      /* ops.dispatch calls, drives the fair tick */
@@ -100,6 +111,7 @@ struct cpu_ctx {
 	u16 jump_us;        /* CPU time (us) run here by jumping wakees since an in-order start */
 	u8 running_interactive; /* the current task is interactive (see interactive()) */
 	u8 stuck_passes;    /* sysmon passes that found no scx task running here and a task in its local DSQ or own queue */
+	u64 shared_served_at; /* when this CPU last served (or found empty) its node's shared queue */
 } __attribute__((aligned(64)));
 
 struct task_ctx {

@@ -125,7 +125,8 @@ static __always_inline u64 next_turn(struct task_ctx *tctx)
 								 turn - tctx->debt_ns;
 	else if (tctx->debt_ns < 0)
 		turn += (u64)-tctx->debt_ns;
-	return turn;
+	/* Paying back a short turn never makes one longer than the cap (intf.h). */
+	return turn < TURN_MAX_NS ? turn : TURN_MAX_NS;
 }
 
 /*

@@ -140,6 +140,8 @@ static u64 weighted(u64 base, struct task_struct *p, u64 cgf)
 	v = base * f / FP_ONE;
 	if (v < SLICE_MIN_NS)
 		v = SLICE_MIN_NS;
+	if (v > TURN_MAX_NS)
+		v = TURN_MAX_NS;
 	return v;
 }
 

@@ -1,7 +1,34 @@
 //! Command-line flags. Every flag has a default that works on any machine.
 
+use crate::bpf_intf as intf;
 use crate::procs::ProcsSpec;
 use clap::{Parser, Subcommand};
+
+/// What --slice-us and --preempt-us accept: the BPF side's turn bounds (bpf/intf.h). Below
+/// the floor every turn would be the floor anyway; above the cap turns are cut.
+const TURN_RANGE_US: std::ops::RangeInclusive<u64> =
+    intf::SLICE_MIN_US as u64..=intf::TURN_MAX_US as u64;
+
+/// The largest --fair-tick: a count this large never comes round in practice; the 610 ms
+/// time bound serves the shared queue long before. Untuned.
+const FAIR_TICK_MAX: u32 = 1_000_000;
+
+/// --fair-tick: 0 or 2..=FAIR_TICK_MAX. 1 would serve the shared queue first on every
+/// dispatch, and a CPU's own queue would wait as long as the shared queue held anything.
+fn parse_fair_tick(s: &str) -> Result<u32, String> {
+    let n: u32 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a dispatch count"))?;
+    match n {
+        1 => Err(
+            "1 would serve the shared queue first on every dispatch and starve the \
+                  CPUs' own queues; use 2 or more, or 0 for the 610 ms time bound alone"
+                .into(),
+        ),
+        n if n > FAIR_TICK_MAX => Err(format!("at most {FAIR_TICK_MAX}")),
+        n => Ok(n),
+    }
+}
 
 /// The largest --exit-dump-len: 16 MiB, 512 times the kernel's default dump (32 KiB). A
 /// buffer of this size is allocated at load time, so the bound keeps a typo from asking for
@@ -22,13 +49,13 @@ pub struct Opts {
 
     /// Time slice in microseconds (Go preempts after 10 ms).
     #[arg(short = 's', long, default_value_t = 10_000,
-          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+          value_parser = clap::value_parser!(u64).range(TURN_RANGE_US))]
     pub slice_us: u64,
 
     /// sysmon preempts a task that has run this long while others wait (microseconds); where
     /// the slice ends no later, the tick ends the turn and sysmon steps in a tick after it.
     #[arg(long, default_value_t = 10_000,
-          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+          value_parser = clap::value_parser!(u64).range(TURN_RANGE_US))]
     pub preempt_us: u64,
 
     /// A task whose CPU bursts run shorter than this (microseconds) preempts on wakeup; 0: never.
@@ -45,8 +72,9 @@ pub struct Opts {
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub local_cap: u32,
 
-    /// Serve the shared queue first on every Nth dispatch of a CPU (0 turns it off).
-    #[arg(long, default_value_t = 61, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    /// Serve the shared queue first on every Nth dispatch of a CPU, and at least every 610 ms
+    /// of it (0: only the latter).
+    #[arg(long, default_value_t = 61, value_parser = parse_fair_tick)]
     pub fair_tick: u32,
 
     /// Most tasks one steal moves (a steal takes half of the victim's queue up to this).
@@ -254,6 +282,19 @@ mod tests {
             }
         }
         assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    #[test]
+    fn turn_and_fair_tick_bounds() {
+        assert!(p(&["--slice-us", "249"]).is_err());
+        assert_eq!(p(&["--slice-us", "250"]).unwrap().slice_us, 250);
+        assert!(p(&["--preempt-us", "250001"]).is_err());
+        assert!(p(&["--slice-us", "1000000"]).is_err());
+        let one = p(&["--fair-tick", "1"]).unwrap_err();
+        assert!(one_line(&one).contains("starve"), "{}", one_line(&one));
+        assert_eq!(p(&["--fair-tick", "0"]).unwrap().fair_tick, 0);
+        assert_eq!(p(&["--fair-tick", "2"]).unwrap().fair_tick, 2);
+        assert!(p(&["--fair-tick", "1000001"]).is_err());
     }
 
     #[test]

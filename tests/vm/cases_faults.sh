@@ -272,3 +272,46 @@ t_f17_sigterm() {
   else pass f17_sigterm "timeout --preserve-status 20 scx_gmp -> exit 0, disabled"
   fi
 }
+
+# Flag extremes that used to break the wait bound (every value --help accepts must keep
+# every wait under the 5 s watchdog). extreme NAME NICE_OF_PINNED FLAGS...: two hogs pinned
+# to every CPU (at that nice) and N unpinned hogs, which wait in the shared queues behind
+# the pinned ones, for 12 s. Every unpinned hog must run again and again (10 ticks: the
+# shared queue is served first about every 610 ms per CPU, so its share behind pinned pairs is
+# small by design; at nice -20 the pinned hogs weigh 87 times more, so any), the longest wait
+# seen must stay under half the watchdog, and the scheduler must stay loaded.
+extreme() {
+  local name=$1 nice=$2 pids=() hogs=() i c ticks=() low wait st min=10; shift 2
+  [ "$nice" -lt 0 ] && min=1
+  start_sched "x_$name" --stats 1 --json "$@" || { echo "$name: did not load: $(tail -1 "$LOGS/x_$name.err")"; return; }
+  for ((c = 0; c < NCPU; c++)); do
+    for i in 1 2; do nice -n "$nice" taskset -c "$c" sh -c 'while :; do :; done' & pids+=($!); done
+  done
+  for ((i = 0; i < NCPU; i++)); do sh -c 'while :; do :; done' & hogs+=($!); done
+  sleep 12
+  for i in "${hogs[@]}"; do ticks+=("$(cputime "$i")"); done
+  st=$(state)
+  kill "${pids[@]}" "${hogs[@]}" 2>/dev/null; wait "${pids[@]}" "${hogs[@]}" 2>/dev/null
+  stop_sched INT
+  low=$(tr ' ' '\n' <<< "${ticks[*]}" | sort -n | head -1)
+  wait=$(json_max "$LOGS/x_$name.out" starvation.longest_wait_us)
+  if [ "$st" != enabled ]; then echo "$name: ejected ($(grep -m1 -i 'exit' "$LOGS/x_$name.err"))"
+  elif [ "$SCHED_RC" -ne 0 ]; then echo "$name: exit $SCHED_RC"
+  elif [ "${low:-0}" -lt "$min" ]; then echo "$name: an unpinned hog got $low ticks in 12 s, want >= $min (all: ${ticks[*]})"
+  elif [ "${wait:-0}" -ge 2500000 ]; then echo "$name: a task waited $((wait / 1000)) ms"
+  else echo "ok $name: unpinned ticks ${ticks[*]}, longest wait $((${wait:-0} / 1000)) ms;"
+  fi
+}
+
+t_flag_extremes() {
+  local out="" r bad=""
+  for r in "fair_tick_0 0 --fair-tick 0" "nice_-20_pairs -20" "slice_85ms 0 --slice-us 85000" \
+           "slice_max_nice_-20 -20 --slice-us 250000 --preempt-us 250000"; do
+    # shellcheck disable=SC2086
+    r=$(extreme $r)
+    out+=" ${r#ok }"; [ "${r#ok }" = "$r" ] && bad+=" $r"
+  done
+  if [ -n "$bad" ]; then fail flag_extremes "$bad"
+  else pass flag_extremes "2 pinned hogs per CPU + $NCPU unpinned, 12 s each:$out"
+  fi
+}

@@ -41,7 +41,7 @@ ALL_CASES=(load bad_input libbpf_opts second_instance kill9 ci_stress unit_stock
            procs_bad_input procs_fixed procs_auto procs_hold cpuset_outside numa_locality partial
            nice cgroup_weight no_cgroup_weights starve_warn
            f1_overload f2_watchdog f3_hotplug f4_affinity f5_pinned f6_rt_hog
-           f7_fork f8_cgroups f9_policy f10_load_loop f12_sysrq_s f13_sysrq_d f15_memory f17_sigterm)
+           f7_fork f8_cgroups f9_policy flag_extremes f10_load_loop f12_sysrq_s f13_sysrq_d f15_memory f17_sigterm)
 # Last: under emulation it can take the guest down (see t_f3b_hotplug_restart).
 [ "$TIER" = full ] && ALL_CASES+=(f1_overload_lane30 f4_affinity_lane30)
 ALL_CASES+=(f3b_hotplug_restart)
