@@ -3,25 +3,30 @@
 # a sched_ext kernel and runs the VM suite (tests/vm/) against the real scheduler there.
 # Ends with "N passed, N failed"; exits non-zero on any failure.
 #
-#   scripts/test.sh [--full] [--kernel VER]... [--cpus N] [--nodes M] [--cases "load steal ..."] [--no-setup]
+#   scripts/test.sh [--full] [--kernel VER]... [--layout NAME]... [--cpus N --nodes M]
+#                   [--cases "load steal ..."] [--no-setup]
 #
 # The fast tier (default) fits the 30-minute budget; --full runs every fault at full duration
 # and count. --kernel may be given several times (full tier: default 6.18, 6.16, 6.17 and 7.3).
+# Layouts (scripts/vm.sh): the whole suite runs on 2n (4 CPUs in 2 nodes); the fast tier then
+# runs the core cases once more on smt, the full tier on smt, llc, one, wide and offline.
+# --layout (repeatable) runs the given cases, or all, on just those layouts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 
-KERNELS=(); TIER=fast
-CPUS=4; NODES=2; CASES=""; SETUP=1
+KERNELS=(); TIER=fast; LAYOUTS=()
+CPUS=""; NODES=""; CASES=""; SETUP=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernel) KERNELS+=("$2"); shift 2 ;;
     --full) TIER=full; shift ;;
+    --layout) LAYOUTS+=("$2"); shift 2 ;;
     --cpus) CPUS=$2; shift 2 ;;
     --nodes) NODES=$2; shift 2 ;;
     --cases) CASES=$2; shift 2 ;;
     --no-setup) SETUP=0; shift ;;
-    -h|--help) sed -n 2,7p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -31,6 +36,29 @@ if [ ${#KERNELS[@]} -eq 0 ]; then
   [ "$TIER" = full ] && KERNELS+=(6.16.12+deb13-amd64 6.17.13+deb13-amd64 7.3.4+deb13-amd64)
 fi
 KVER=${KERNELS[0]}
+
+# The cases that depend on the machine's shape (placement, stealing, the procs, NUMA, weights,
+# hotplug, the wait bound), run again on every other layout.
+CORE_CASES="load ci_stress steal procs_auto procs_hold cpuset_outside numa_locality nice cgroup_weight flag_extremes f3_hotplug"
+FAST_CORE_CASES="load steal procs_auto procs_hold cpuset_outside nice flag_extremes"
+# RUNS: "KERNEL LAYOUT CASES" per VM boot; CASES is a comma-joined list, or "all".
+RUNS=()
+if [ -n "$CPUS$NODES" ]; then
+  LAYOUTS=("custom:${CPUS:-4}:${NODES:-2}")
+fi
+cases_arg=${CASES:-all}; cases_arg=${cases_arg// /,}
+if [ ${#LAYOUTS[@]} -gt 0 ]; then
+  for k in "${KERNELS[@]}"; do for l in "${LAYOUTS[@]}"; do RUNS+=("$k $l $cases_arg"); done; done
+else
+  for k in "${KERNELS[@]}"; do RUNS+=("$k 2n $cases_arg"); done
+  if [ -z "$CASES" ]; then
+    if [ "$TIER" = full ]; then
+      for l in smt llc one wide offline; do RUNS+=("$KVER $l ${CORE_CASES// /,}"); done
+    else
+      RUNS+=("$KVER smt ${FAST_CORE_CASES// /,}")
+    fi
+  fi
+fi
 PASSED=0; FAILED=0; SKIPPED=0; SUMMARY=(); KSUMMARY=()
 record() { # record PASS|FAIL|SKIP name detail
   case "$1" in
@@ -83,9 +111,18 @@ if [ ! -e /sys/kernel/sched_ext ]; then
   fi
 fi
 
-for KVER in "${KERNELS[@]}"; do
-  echo "== VM suite, $TIER tier (kernel $KVER, $CPUS CPUs in $NODES nodes)"
-  RES=$REPO/target/vm-results/$KVER
+for run in "${RUNS[@]}"; do
+  read -r KVER LAYOUT RCASES <<< "$run"
+  if [[ $LAYOUT == custom:* ]]; then
+    IFS=: read -r _ c n <<< "$LAYOUT"; SHAPE=(--cpus "$c" --nodes "$n"); LAYOUT="${c}cpu-${n}n"
+  else
+    SHAPE=(--layout "$LAYOUT")
+  fi
+  RCASES=${RCASES//,/ }; [ "$RCASES" = all ] && RCASES=""
+  # Verdicts name the layout unless it is the default one.
+  TAG=$KVER; [ "$LAYOUT" = 2n ] || TAG="$KVER/$LAYOUT"
+  echo "== VM suite, $TIER tier (kernel $KVER, layout $LAYOUT: ${SHAPE[*]})"
+  RES=$REPO/target/vm-results/$KVER; [ "$LAYOUT" = 2n ] || RES=$REPO/target/vm-results/$KVER-$LAYOUT
   rm -rf "$RES"; mkdir -p "$RES"
   k_pass=0; k_fail=0; k_skip=0; k_failed_names=""; k_skipped_names=""
   # The guest's console (kernel log included) goes to a file, to diagnose a hang or oops.
@@ -96,8 +133,8 @@ for KVER in "${KERNELS[@]}"; do
   boot=1; retried=""; boot_retried=""
   while :; do
     # shellcheck disable=SC2086
-    timeout "$limit" scripts/vm.sh --verbose --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" --memory 3072 \
-      --results "$RES" -- "$REPO/tests/vm/suite.sh" "$REPO" "$RES" "$TIER" $CASES > "$RES/console.log" 2>&1 &
+    timeout "$limit" scripts/vm.sh --verbose --kernel "$KVER" "${SHAPE[@]}" --memory 3072 \
+      --results "$RES" -- "$REPO/tests/vm/suite.sh" "$REPO" "$RES" "$TIER" $RCASES > "$RES/console.log" 2>&1 &
     vm_pid=$!
     # A guest whose tasks hang (the kernel's hung-task report, 120 s) does not finish; stop it
     # a minute after the report rather than at the time limit. qemu, vng and vm.sh all carry
@@ -118,7 +155,7 @@ for KVER in "${KERNELS[@]}"; do
       boot_retried=1
       cp "$RES/console.log" "$RES/console-boot$boot.log"
       stall=$(grep -m1 -E 'rcu: .*(stall|starved|didn.t happen)|blocked for more than|Kernel panic' "$RES/console.log" | sed 's/^\[[^]]*\] *//' | cut -c1-100)
-      SUMMARY+=("RETRY [$KVER] boot: the guest never reached the suite (vm.sh exit $vm_rc: ${stall:-no stall logged}; console-boot$boot.log); booted again")
+      SUMMARY+=("RETRY [$TAG] boot: the guest never reached the suite (vm.sh exit $vm_rc: ${stall:-no stall logged}; console-boot$boot.log); booted again")
       boot=$((boot + 1))
       continue
     fi
@@ -139,7 +176,7 @@ for KVER in "${KERNELS[@]}"; do
     if [ "$(cat "$RES/emulated" 2>/dev/null)" = 1 ] && [ -n "$rip" ] && [[ $rip != bpf_prog* ]] &&
        [[ " $retried " != *" $crashed "* ]]; then
       retried+=" $crashed"
-      SUMMARY+=("RETRY [$KVER] $crashed: guest oopsed on the emulator's int3/text-poke fault at $rip (console-crash$boot.log); run again in a fresh boot")
+      SUMMARY+=("RETRY [$TAG] $crashed: guest oopsed on the emulator's int3/text-poke fault at $rip (console-crash$boot.log); run again in a fresh boot")
     else
       echo "FAIL $crashed: the guest went down during the case: ${oops:-no oops logged, vm.sh exit $vm_rc} (console-crash$boot.log)" >> "$RES/results.txt"
       echo "$crashed" >> "$RES/finished"
@@ -152,7 +189,7 @@ for KVER in "${KERNELS[@]}"; do
   if [ -f "$RES/results.txt" ]; then
     while read -r verdict rest; do
       name=${rest%%:*}; detail=${rest#*: }
-      record "$verdict" "[$KVER] $name" "$detail"
+      record "$verdict" "[$TAG] $name" "$detail"
       case "$verdict" in
         PASS) k_pass=$((k_pass + 1)) ;;
         SKIP) k_skip=$((k_skip + 1)); k_skipped_names+=" $name" ;;
@@ -161,18 +198,18 @@ for KVER in "${KERNELS[@]}"; do
     done < "$RES/results.txt"
   fi
   if [ ! -f "$RES/complete" ]; then
-    record FAIL "[$KVER] vm_suite" "the guest did not finish the suite (vm.sh exit $vm_rc); see $RES/suite.log and $RES/console.log"
+    record FAIL "[$TAG] vm_suite" "the guest did not finish the suite (vm.sh exit $vm_rc); see $RES/suite.log and $RES/console.log"
     echo "--- last lines of the guest console:"; tail -n 25 "$RES/console.log"
     k_fail=$((k_fail + 1)); k_failed_names+=" vm_suite"
   fi
-  KSUMMARY+=("$(printf '%-24s %6s %6s %6s %7s  %s' "$KVER" $((k_pass + k_fail)) "$k_pass" "$k_fail" "$k_skip" "failed:${k_failed_names:- none} skipped:${k_skipped_names:- none}${retried:+ retried after an emulator fault:$retried}")")
+  KSUMMARY+=("$(printf '%-28s %6s %6s %6s %7s  %s' "$TAG" $((k_pass + k_fail)) "$k_pass" "$k_fail" "$k_skip" "failed:${k_failed_names:- none} skipped:${k_skipped_names:- none}${retried:+ retried after an emulator fault:$retried}")")
 done
 
 echo
 echo "== summary ($(($(date +%s) - t_start)) s)"
 for s in "${SUMMARY[@]}"; do echo "$s"; done
 echo
-printf '%-24s %6s %6s %6s %7s  %s\n' kernel tried passed failed skipped cases
+printf '%-28s %6s %6s %6s %7s  %s\n' kernel/layout tried passed failed skipped cases
 for s in "${KSUMMARY[@]}"; do echo "$s"; done
 if [ "$SKIPPED" -gt 0 ]; then echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"; else echo "$PASSED passed, $FAILED failed"; fi
 [ "$FAILED" -eq 0 ]
