@@ -29,6 +29,8 @@ const volatile u32 cpu_node[MAX_CPUS];
 const volatile u32 cpu_llc[MAX_CPUS];
 const volatile bool numa_on = true;          /* false: --no-numa, the machine as one node */
 const volatile u32 node_rep_cpu[MAX_NODES];  /* one online CPU per node: a placement hint */
+const volatile u16 steal_order[MAX_CPUS];    /* online CPUs by node, LLC, id (struct steal_ring) */
+const volatile struct steal_ring steal_rings[MAX_CPUS];
 const volatile bool cgroup_weights_on = true;
 const volatile u64 starve_warn_ns = 500000000ULL;
 /*
@@ -80,6 +82,15 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
  * the kernel's 5 s watchdog behind pinned tasks.
  */
 #define FAIR_TICK_MAX_NS (61 * 10 * 1000 * 1000ULL)
+/*
+ * CPU queues a steal attempt looks at in this LLC, in the rest of the node, and in one other
+ * node. Go's stealWork looks at every P (four times); a fixed count keeps an idle CPU's
+ * dispatch from growing with the machine. Untuned: small enough that a 4-CPU and a 512-CPU
+ * machine do the same work per attempt.
+ */
+#define STEAL_LOOKS_LLC 2
+#define STEAL_LOOKS_NODE 2
+#define STEAL_LOOKS_REMOTE 2
 /* lag_steal and the cross-node shared steal act once a lag or wait reaches this many slices. */
 #define LAG_SLICES 2
 /* Debt carried between turns is clamped to [-1, DEBT_MAX_TURNS] weighted slices. Untuned. */

@@ -23,6 +23,16 @@
 #define SLICE_MIN_US 250
 #define TURN_MAX_US 250000
 
+/*
+ * Where a CPU looks for work to steal: the online CPUs sorted by node, then LLC (the loader's
+ * steal_order), and for each CPU the ranges of that order holding its LLC and its node. The
+ * victim search looks at a bounded number of each range from a random point.
+ */
+struct steal_ring {
+	unsigned short llc_first, llc_len;
+	unsigned short node_first, node_len;
+};
+
 /* DSQ ids: cpu_dsq of CPU c is c; shared_dsq of node n is SHARED_DSQ_BASE + n. */
 #define SHARED_DSQ_BASE 0x100000ULL
 
@@ -79,6 +89,8 @@ enum gmp_stat {
 	ST_CTX_ALLOC_FAIL,   /* task or cgroup states not allocated (map full, no memory): see task_ctxs */
 	ST_KICK_STUCK,       /* sysmon kicks (SCX_KICK_IDLE) to CPUs running no scx task whose local DSQ held one two passes running */
 	ST_TURN_GIVEN_BACK,  /* turns given back at once by a pinned task that owed a whole turn (deficit round robin) */
+	ST_STEAL_TRIES,      /* steal attempts: dispatches that found nothing local or shared */
+	ST_STEAL_LOOKS,      /* CPU queues looked at by those attempts */
 	GMP_NR_STATS,
 };
 

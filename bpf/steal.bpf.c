@@ -84,54 +84,6 @@ __noinline u32 steal_from(s32 cpu, s32 victim)
 	return moved;
 }
 
-/* The first CPU with work queued in each ring around @cpu: its LLC, its node, other nodes. */
-struct victims {
-	s32 llc, node, remote;
-};
-
-/*
- * One pass over the CPUs from a random start (Go's stealWork order): the first same-LLC CPU
- * with anything queued ends the search; same-node and remote candidates are kept for later.
- * Lengths are read without the victims' locks: a stale count costs one empty steal_from.
- */
-static __always_inline void find_victims(s32 cpu, u32 node, struct victims *vs)
-{
-	u32 llc = cpu_llc[cpu_idx(cpu)], start, i;
-
-	start = nr_cpus ? bpf_get_prandom_u32() % nr_cpus : 0;
-	bpf_for(i, 0, nr_cpus) {
-		u32 v = start + i;
-		s32 nq;
-
-		if (v >= nr_cpus)
-			v -= nr_cpus;
-		if (v == cpu || v >= MAX_CPUS)
-			continue;
-		v = cpu_idx(v);
-		if (cpu_llc[v] == llc) {
-			if (vs->llc >= 0)
-				continue;
-			nq = scx_bpf_dsq_nr_queued(v);
-			if (nq > 0) {
-				vs->llc = v;
-				break;
-			}
-		} else if ((cpu_node[v] & (MAX_NODES - 1)) == node) {
-			if (vs->node >= 0)
-				continue;
-			nq = scx_bpf_dsq_nr_queued(v);
-			if (nq > 0)
-				vs->node = v;
-		} else {
-			if (vs->remote >= 0)
-				continue;
-			nq = scx_bpf_dsq_nr_queued(v);
-			if (nq >= (s32)numa_steal_min)
-				vs->remote = v;
-		}
-	}
-}
-
 /* Steal from @victim if there is one; count the event as @stat. */
 static __always_inline bool steal_counted(s32 cpu, s32 victim, u32 stat)
 {
@@ -142,6 +94,43 @@ static __always_inline bool steal_counted(s32 cpu, s32 victim, u32 stat)
 	stat_add(stat, 1);
 	stat_add(ST_STOLEN_TASKS, moved);
 	return true;
+}
+
+/*
+ * Look at up to @looks CPUs of steal_order[@first, @first + @len) from a random point (Go's
+ * stealWork order) and steal from the first with at least @min_nq queued from which a steal
+ * moves anything. A victim whose queue holds only tasks the thief may not run (pinned ones)
+ * costs one walk of its queue and the search goes on. CPUs of @skip_llc (already looked at
+ * in the LLC ring) are passed over without counting. Lengths are read without the victims'
+ * locks: a stale one costs one empty steal_from.
+ */
+static __always_inline bool steal_ring(s32 cpu, u32 first, u32 len, u32 looks, s32 min_nq,
+				       u32 skip_llc, u32 stat)
+{
+	u32 i, k, v, start;
+
+	if (!len)
+		return false;
+	if (looks > len)
+		looks = len;
+	start = bpf_get_prandom_u32() % len;
+	bpf_for(i, 0, looks) {
+		k = start + i;
+		if (k >= len)
+			k -= len;
+		k += first;
+		if (k >= MAX_CPUS)
+			break;
+		v = steal_order[k];
+		if (v == (u32)cpu || v >= nr_cpus || v >= MAX_CPUS || cpu_llc[v] == skip_llc)
+			continue;
+		stat_add(ST_STEAL_LOOKS, 1);
+		if (scx_bpf_dsq_nr_queued(v) < min_nq)
+			continue;
+		if (steal_counted(cpu, v, stat))
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -172,16 +161,33 @@ static __always_inline bool steal_remote_shared(u32 node)
 	return false;
 }
 
-/* Go's stealWork, topology-aware: same LLC, then same node, then other nodes if worth it. */
+/*
+ * Go's stealWork, topology-aware and bounded: a few CPUs of this LLC, then of the rest of the
+ * node, then of one other node (if its queue pays for remote memory), then other nodes' shared
+ * queues. The looks per attempt do not grow with the CPU count (STEAL_LOOKS_*); an idle CPU
+ * comes back on its next dispatch, and wakep sends one where work is queued, so a missed victim
+ * is found on a later attempt rather than by scanning every CPU each time.
+ */
 __noinline int steal(s32 cpu, u32 node)
 {
-	struct victims vs = { -1, -1, -1 };
+	u32 c = cpu_idx(cpu), llc = cpu_llc[c], other;
+	struct steal_ring r = steal_rings[c];
 
-	find_victims(cpu, node, &vs);
-	if (steal_counted(cpu, vs.llc, ST_DISP_STEAL_LLC) ||
-	    steal_counted(cpu, vs.node, ST_DISP_STEAL_NODE) ||
-	    steal_counted(cpu, vs.remote, ST_DISP_STEAL_REMOTE))
+	stat_add(ST_STEAL_TRIES, 1);
+	if (steal_ring(cpu, r.llc_first, r.llc_len, STEAL_LOOKS_LLC, 1, (u32)-1,
+		       ST_DISP_STEAL_LLC) ||
+	    steal_ring(cpu, r.node_first, r.node_len, STEAL_LOOKS_NODE, 1, llc,
+		       ST_DISP_STEAL_NODE))
 		return 1;
+	if (nr_nodes > 1) {
+		other = bpf_get_prandom_u32() % (nr_nodes - 1);
+		if (other >= node)
+			other++;
+		r = steal_rings[cpu_idx(node_rep_cpu[node_idx(other)])];
+		if (steal_ring(cpu, r.node_first, r.node_len, STEAL_LOOKS_REMOTE,
+			       (s32)numa_steal_min, (u32)-1, ST_DISP_STEAL_REMOTE))
+			return 1;
+	}
 	return steal_remote_shared(node);
 }
 

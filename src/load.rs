@@ -133,6 +133,15 @@ fn set_rodata(skel: &mut OpenBpfSkel, opts: &Opts, topo: &TopoMaps) -> Result<()
     for (n, c) in topo.node_rep_cpu().into_iter().enumerate() {
         rodata.node_rep_cpu[n] = c;
     }
+    let (order, rings) = topo.steal_rings();
+    rodata.steal_order[..order.len()].copy_from_slice(&order);
+    // The skeleton has its own copy of struct steal_ring: same fields, another Rust type.
+    for (slot, r) in rodata.steal_rings.iter_mut().zip(&rings) {
+        slot.llc_first = r.llc_first;
+        slot.llc_len = r.llc_len;
+        slot.node_first = r.node_first;
+        slot.node_len = r.node_len;
+    }
     Ok(())
 }
 

@@ -134,6 +134,10 @@ counters! {
     gmp_stat_ST_TURN_GIVEN_BACK => turn_given_back:
         "turns given back at once by a pinned task that owed a whole turn from late preemptions \
          (deficit round robin)",
+    gmp_stat_ST_STEAL_TRIES => steal_tries:
+        "steal attempts: dispatches of a proc that found nothing in its own or its node's queue",
+    gmp_stat_ST_STEAL_LOOKS => steal_looks:
+        "CPU queues those attempts looked at (bounded per attempt, whatever the CPU count)",
 }
 
 const _: () = {
@@ -390,6 +394,10 @@ pub struct Dispatch {
     pub keep_prev: u64,
     #[stat(desc = "disp_lag in the interval")]
     pub lag: u64,
+    #[stat(desc = "steal_tries in the interval")]
+    pub steal_tries: u64,
+    #[stat(desc = "steal_looks in the interval")]
+    pub steal_looks: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Stats)]
@@ -583,6 +591,8 @@ impl Report<'_> {
                 steal_remote: t.disp_steal_remote,
                 keep_prev: t.disp_keep_prev,
                 lag: t.disp_lag,
+                steal_tries: t.steal_tries,
+                steal_looks: t.steal_looks,
             },
             stolen_tasks: t.stolen_tasks,
             enqueue: Enqueue {
@@ -909,7 +919,7 @@ mod tests {
     const PINNED_JSON: &str = concat!(
         r#"{"busy_pct":[0.0,0.0],"ctx":{"alloc_fail":80,"cgroups":0,"tasks":0},"#,
         r#""dispatch":{"fair_tick":8,"keep_prev":16,"lag":72,"local":2,"runnext":4,"#,
-        r#""shared":6,"steal_llc":10,"steal_node":12,"steal_remote":14},"#,
+        r#""shared":6,"steal_llc":10,"steal_looks":88,"steal_node":12,"steal_remote":14,"steal_tries":86},"#,
         r#""enqueue":{"direct_idle":28,"evicted":68,"local":20,"overflow":24,"pinned":30,"#,
         r#""preempted":26,"reenq":32,"resumed":74,"runnext":22,"stranded":66},"#,
         r#""idle_procs":1,"interval_s":1.0,"kicks":{"idle":38,"preempt":40,"stuck":82},"#,

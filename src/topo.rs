@@ -7,6 +7,9 @@ use std::fmt::Write as _;
 pub const MAX_CPUS: usize = crate::bpf_intf::MAX_CPUS as usize;
 pub const MAX_NODES: usize = crate::bpf_intf::MAX_NODES as usize;
 
+/// A CPU's LLC and node as ranges of the steal order (generated from bpf/intf.h).
+pub use crate::bpf_intf::steal_ring as StealRing;
+
 /// One online CPU's place in the machine.
 pub use crate::procs::Place as CpuPlace;
 
@@ -92,6 +95,39 @@ impl TopoMaps {
             .collect()
     }
 
+    /// The victim search's rings (bpf/intf.h, struct steal_ring): the online CPUs sorted by
+    /// node, LLC and id, and for each CPU id the ranges of that order that hold its LLC and
+    /// its node. Offline CPUs get empty rings: they dispatch nothing.
+    pub fn steal_rings(&self) -> (Vec<u16>, Vec<StealRing>) {
+        let mut order = self.online.clone();
+        order.sort_by_key(|&c| (self.cpu_node[c], self.cpu_llc[c], c));
+        let range = |same: &dyn Fn(usize) -> bool| -> (u16, u16) {
+            let first = order.iter().position(|&c| same(c)).unwrap_or(0);
+            let len = order[first..].iter().take_while(|&&c| same(c)).count();
+            (first as u16, len as u16)
+        };
+        let empty = StealRing {
+            llc_first: 0,
+            llc_len: 0,
+            node_first: 0,
+            node_len: 0,
+        };
+        let mut rings = vec![empty; self.nr_cpu_ids];
+        for &c in &self.online {
+            let (llc_first, llc_len) = range(&|v| {
+                self.cpu_node[v] == self.cpu_node[c] && self.cpu_llc[v] == self.cpu_llc[c]
+            });
+            let (node_first, node_len) = range(&|v| self.cpu_node[v] == self.cpu_node[c]);
+            rings[c] = StealRing {
+                llc_first,
+                llc_len,
+                node_first,
+                node_len,
+            };
+        }
+        (order.iter().map(|&c| c as u16).collect(), rings)
+    }
+
     /// Read the machine's topology (sysfs, through scx_utils). A CPU going offline while
     /// sysfs is read makes files vanish mid-read; that is retried for up to two seconds.
     pub fn from_system() -> Result<Self> {
@@ -150,6 +186,34 @@ mod tests {
             llc,
             node,
         }
+    }
+
+    #[test]
+    fn steal_rings_group_each_llc_inside_its_node() {
+        // CPU ids interleaved across nodes (as on many two-socket servers), two LLCs in
+        // node 0, CPU 5 possible but offline.
+        let t = TopoMaps::build(
+            6,
+            &[
+                place(0, 0, 0, 0),
+                place(1, 1, 2, 1),
+                place(2, 2, 1, 0),
+                place(3, 3, 2, 1),
+                place(4, 4, 0, 0),
+            ],
+        )
+        .unwrap();
+        let (order, rings) = t.steal_rings();
+        assert_eq!(order, vec![0, 4, 2, 1, 3]);
+        let r = |c: usize| {
+            let g = rings[c];
+            (g.llc_first, g.llc_len, g.node_first, g.node_len)
+        };
+        assert_eq!(r(0), (0, 2, 0, 3));
+        assert_eq!(r(4), (0, 2, 0, 3));
+        assert_eq!(r(2), (2, 1, 0, 3));
+        assert_eq!(r(1), (3, 2, 3, 2));
+        assert_eq!(r(5), (0, 0, 0, 0));
     }
 
     #[test]

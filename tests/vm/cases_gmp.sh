@@ -132,6 +132,9 @@ t_steal() {
   tail -n +$((mark + 1)) "$LOGS/steal.out" > "$LOGS/steal.after"
   events=$(( $(json_sum "$LOGS/steal.after" dispatch.steal_llc) + $(json_sum "$LOGS/steal.after" dispatch.steal_node) + $(json_sum "$LOGS/steal.after" dispatch.steal_remote) ))
   stolen=$(json_sum "$LOGS/steal.after" stolen_tasks)
+  # The victim search is bounded: at most STEAL_LOOKS_* (2 + 2 + 2) queues per attempt.
+  local tries looks
+  tries=$(json_sum "$LOGS/steal.out" dispatch.steal_tries); looks=$(json_sum "$LOGS/steal.out" dispatch.steal_looks)
   # Busy share per CPU over the last 6 intervals.
   busy=$(tail -n 7 "$LOGS/steal.after" | head -n 6 | python3 -c '
 import json, sys
@@ -143,7 +146,8 @@ print(" ".join("%.0f" % a for a in avg))')
   if [ "$SCHED_RC" -ne 0 ]; then fail steal "scheduler exit $SCHED_RC"
   elif [ "$events" -le 0 ] || [ "$stolen" -le "$events" ]; then fail steal "steal events $events, stolen tasks $stolen (want stolen > events > 0)"
   elif [ -z "$busy" ] || awk -v a="$minb" -v b="$maxb" 'BEGIN { exit !(a < 0.75 * b) }'; then fail steal "uneven busy % per CPU: $busy"
-  else pass steal "after release: $events steals moved $stolen tasks; busy % per CPU: $busy"
+  elif [ "$tries" -le 0 ] || [ "$looks" -gt $((6 * tries)) ]; then fail steal "$looks queues looked at in $tries steal attempts (want 1..6 per attempt)"
+  else pass steal "after release: $events steals moved $stolen tasks; busy % per CPU: $busy; $looks queues looked at in $tries attempts"
   fi
 }
 
