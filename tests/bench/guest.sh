@@ -109,15 +109,28 @@ w_fair() {
 }
 
 # Memory-bound threads whose memory lives on node 0 (numactl --membind), as many as node 0
-# has CPUs: throughput, and the share of samples in which they ran on node 0.
+# has CPUs: throughput, the share of samples in which they ran on node 0, and the NUMA
+# balancing page faults (numa_hint_faults) and migrations the kernel made meanwhile. NUMA
+# balancing scans a task's memory from the fair class's tick, which tasks of a sched_ext
+# scheduler do not get; under EEVDF the run is repeated with it off, to see what it costs.
 w_numa() {
-  local node0 nthreads
+  numa_run numa
+  [ "$SNAME" = eevdf ] && [ -w /proc/sys/kernel/numa_balancing ] || return 0
+  local was; was=$(cat /proc/sys/kernel/numa_balancing)
+  echo 0 > /proc/sys/kernel/numa_balancing
+  numa_run numa_balancing_off
+  echo "$was" > /proc/sys/kernel/numa_balancing
+}
+vmstat_numa() { awk '$1 == "numa_hint_faults" || $1 == "numa_pages_migrated" {printf "%s ", $2}' /proc/vmstat; }
+numa_run() { # WORKLOAD
+  local w=$1 node0 nthreads v0 v1
   node0=$(cat /sys/devices/system/node/node0/cpulist)
   nthreads=$(python3 -c "
 s='$node0'; n=0
 for part in s.split(','):
     a,_,b=part.partition('-'); n += (int(b)-int(a)+1) if b else 1
 print(n)")
+  read -ra v0 <<< "$(vmstat_numa)"
   numactl --membind=0 stress-ng --temp-path /tmp --stream "$nthreads" --stream-l3-size 4M -t "$DUR" --metrics-brief > "$OUT/numa.tmp" 2>&1 &
   local sp=$!
   sleep 2
@@ -146,8 +159,13 @@ while time.time() < end:
 print("%.4f" % (on / tot if tot else 0))
 EOF
   wait "$sp"
-  emit numa bogo_ops_s "$(awk '/ stream / {print $(NF-1); exit}' "$OUT/numa.tmp")"
-  emit numa node0_share "$(cat "$OUT/numa-share.tmp")"
+  read -ra v1 <<< "$(vmstat_numa)"
+  emit "$w" bogo_ops_s "$(awk '/ stream / {print $(NF-1); exit}' "$OUT/numa.tmp")"
+  emit "$w" node0_share "$(cat "$OUT/numa-share.tmp")"
+  if [ "${#v0[@]}" = 2 ] && [ "${#v1[@]}" = 2 ]; then
+    emit "$w" hint_faults $((v1[0] - v0[0]))
+    emit "$w" pages_migrated $((v1[1] - v0[1]))
+  fi
 }
 
 # Average ns per call of each scx BPF program while a mixed load runs (bpf_stats_enabled).
