@@ -48,6 +48,9 @@ cargo build --release
 stamp=$(date -u +%Y-%m-%dT%H%MZ)
 OUT=$REPO/target/bench-results/$stamp
 mkdir -p "$OUT"
+# The frame-time workload's periodic task, for the guest (which shares this root).
+gcc -O2 -Wall -o "$OUT/frames" tests/bench/frames.c
+
 accel=$(grep -q -E '^(kvm_intel|kvm_amd) ' /proc/modules && echo KVM || echo 'qemu software emulation')
 SCHEDS=(eevdf "scx_gmp=$REPO/target/release/scx_gmp $GMP_FLAGS" "${EXTRA[@]}")
 echo "[bench] $CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $accel, $ROUNDS rounds, $stamp"

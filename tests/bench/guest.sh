@@ -98,6 +98,31 @@ w_stress() {
   emit stress_cpu bogo_ops_s "${b:-nan}"
 }
 
+# A 60 Hz frame loop doing FRAME_ITERS of work (about 4 ms on the idle guest, calibrated once
+# in the warm-up so that every scheduler gets the same work) while a build-like background
+# fills the machine: N CPU hogs and N workers that fork and reap children. Lateness is the
+# time a frame waited for a CPU (frames.c); the background's bogo-ops/s is what the frames'
+# priority cost it. Under EEVDF the same run with the frame loop SCHED_FIFO gives the floor.
+w_frames() {
+  frames_run frametime
+  if [ "$SNAME" = eevdf ]; then frames_run frametime_rt_floor chrt -f 50; fi
+}
+frames_run() { # WORKLOAD [PREFIX...]
+  local w=$1; shift
+  stress-ng --temp-path /tmp --cpu "$N" --fork "$N" -t $((DUR + 2)) --metrics-brief > "$OUT/bg.tmp" 2>&1 &
+  local bp=$!
+  sleep 1
+  "$@" "$OUT/frames" "$FRAME_ITERS" 60 "$DUR" > "$OUT/frames.tmp" 2>&1
+  wait "$bp"
+  local k v
+  while read -r k v; do
+    case $k in late_gt2ms|late_gt2ms_pct|p99_late_ms|missed_pct) emit "$w" "$k" "$v" ;; esac
+  done < "$OUT/frames.tmp"
+  grep -q '^p99_late_ms ' "$OUT/frames.tmp" || emit "$w" p99_late_ms nan
+  emit "$w" bg_cpu_bogo_ops_s "$(awk '/ cpu / {print $(NF-1); exit}' "$OUT/bg.tmp")"
+  emit "$w" bg_fork_bogo_ops_s "$(awk '/ fork / {print $(NF-1); exit}' "$OUT/bg.tmp")"
+}
+
 # N+1 CPU hogs on N CPUs: Jain's index of their CPU time.
 w_fair() {
   local pids=() i t=""
@@ -192,7 +217,7 @@ for p in a:
 EOF
 }
 
-WORKLOADS=(cyclictest hackbench pipe stress fair numa overhead)
+WORKLOADS=(cyclictest hackbench pipe stress frames fair numa overhead)
 
 # Warm-up, not measured: the guest reads binaries over 9p, and the first stress-ng of a boot
 # faulted in ~800 pages of its text from there, its workers blocked on those reads (traced:
@@ -203,11 +228,15 @@ warm_up() {
   cyclictest -m -q -t 1 -i 1000 -D 1 > /dev/null 2>&1
   hackbench -g 1 -l 20 > /dev/null 2>&1
   perf bench sched pipe -l 1000 > /dev/null 2>&1
-  python3 -c pass; bpftool version > /dev/null 2>&1; true
+  python3 -c pass; bpftool version > /dev/null 2>&1
+  stress-ng --temp-path /tmp -q --fork 1 -t 1
+  # On the idle guest, before any scheduler is loaded: the work of one frame, ~4 ms.
+  FRAME_ITERS=$("$OUT/frames" --calibrate 4)
 }
 : > "$OUT/marks"
 warm_up
 log "bench: $N CPUs, nodes $(cat /sys/devices/system/node/online), kernel $(uname -r), clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource), rounds $ROUNDS, scheds: ${SCHEDS[*]}"
+log "frame work: $FRAME_ITERS iterations (4 ms on the idle guest); numa_balancing $(cat /proc/sys/kernel/numa_balancing 2>/dev/null || echo absent)"
 for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
   k=${#SCHEDS[@]}
   for ((j = 0; j < k; j++)); do
