@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
 # Benchmarks: boots one VM and runs every workload under the kernel's default scheduler
-# (EEVDF, nothing loaded), under scx_gmp, and under any other sched_ext scheduler named with
-# --sched, in interleaved rounds whose order rotates. Writes a Markdown table, a CSV and a PNG
-# chart of the ratios to EEVDF, and puts the table and chart in the README.
+# (EEVDF, nothing loaded), under scx_gmp, under the published peer schedulers (scx_bpfland,
+# scx_p2dq, scx_lavd, scx_cosmos, built once from crates.io into /opt/scx_gmp/peers) and under
+# any other sched_ext scheduler named with --sched, in interleaved rounds whose order rotates.
+# Writes a Markdown table, a CSV and a PNG chart of the ratios to EEVDF, and puts the table and
+# chart in the README.
 #
 #   scripts/bench.sh [--rounds N] [--duration S] [--cpus N] [--nodes M] [--kernel VER]
-#                    [--sched NAME=/path/to/scheduler] [--gmp-flags "FLAGS"] [--hpet] [--no-readme]
+#                    [--sched NAME=/path/to/scheduler] [--gmp-flags "FLAGS"] [--hpet]
+#                    [--no-peers | --peers "scx_bpfland scx_lavd"] [--no-readme]
 #
 # Under emulation the guest keeps the TSC clocksource (vm.sh --tsc); --hpet leaves it on the
 # HPET the guest kernel falls back to, where every clock read is an emulated MMIO access.
+# A peer that does not build or load is left out with one line in the report, not an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 
 ROUNDS=3; DUR=15; CPUS=4; NODES=2; KVER=${GMP_KERNEL:-6.18.15+deb13-amd64}
 EXTRA=(); GMP_FLAGS=""; README=1; CLOCK=(--tsc)
+# The peers and their pinned versions: the newest on crates.io that build with this Rust and
+# clang-19. Each runs as a plain binary with its default flags, as its users start it.
+declare -A PEER_VERSION=([scx_bpfland]=1.1.4 [scx_p2dq]=1.1.4 [scx_lavd]=1.1.4 [scx_cosmos]=1.1.7)
+PEERS=(scx_bpfland scx_p2dq scx_lavd scx_cosmos)
+PEER_CACHE=/opt/scx_gmp/peers
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -26,7 +35,9 @@ while [ $# -gt 0 ]; do
     --gmp-flags) GMP_FLAGS=$2; shift 2 ;;
     --hpet) CLOCK=(); shift ;;
     --no-readme) README=0; shift ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    --no-peers) PEERS=(); shift ;;
+    --peers) read -ra PEERS <<< "$2"; shift 2 ;;
+    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -36,6 +47,10 @@ for s in "${EXTRA[@]}"; do
   [[ $s == *=* ]] && [ -x "$bin" ] || { echo "bench.sh: --sched wants NAME=/path/to/executable, got '$s'" >&2; exit 2; }
 done
 
+for p in "${PEERS[@]}"; do
+  [ -n "${PEER_VERSION[$p]:-}" ] || { echo "bench.sh: unknown peer '$p' (known: ${!PEER_VERSION[*]})" >&2; exit 2; }
+done
+
 scripts/setup.sh --kernel "$KVER"
 for p in gnuplot-nox bpftool; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || \
@@ -43,16 +58,43 @@ for p in gnuplot-nox bpftool; do
 done
 # shellcheck disable=SC1091
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
-cargo build --release
+nice -n 19 cargo build --release
 
 stamp=$(date -u +%Y-%m-%dT%H%MZ)
 OUT=$REPO/target/bench-results/$stamp
 mkdir -p "$OUT"
+# One line per scheduler left out (here: peers that did not build; the guest adds those that
+# did not load), which report.py prints under the table.
+: > "$OUT/status"
+
+# A peer is built once per version into its own root and reused; the builds share one target
+# directory, so the second and later peers compile only their own crate and scx_utils' BPF.
+# Nice: a build takes minutes on a small machine that may be running timing-sensitive tests.
+build_peer() { # NAME: prints the binary, or returns 1 with a status line
+  local name=$1 ver=${PEER_VERSION[$1]} root="$PEER_CACHE/$1-${PEER_VERSION[$1]}" t0
+  if [ ! -x "$root/bin/$name" ]; then
+    echo "[bench] building peer $name $ver (once, into $root)" >&2
+    mkdir -p "$PEER_CACHE"; t0=$SECONDS
+    if ! BPF_CLANG=clang-19 LIBCLANG_PATH=/usr/lib/llvm-19/lib CARGO_TARGET_DIR="$PEER_CACHE/target" \
+        nice -n 19 cargo install --locked --root "$root" "$name" --version "$ver" > "$root.build.log" 2>&1; then
+      echo "$name $ver: did not build ($(grep -m1 -E '^error' "$root.build.log" | cut -c1-160)); left out, see $root.build.log" \
+        | tee -a "$OUT/status" >&2
+      return 1
+    fi
+    echo "[bench] built $name $ver in $((SECONDS - t0)) s" >&2
+  fi
+  echo "$root/bin/$name"
+}
+PEER_SPECS=(); RAN_PEERS=()
+for p in "${PEERS[@]}"; do
+  bin=$(build_peer "$p") || continue
+  PEER_SPECS+=("$p=$bin"); RAN_PEERS+=("$p")
+done
 # The frame-time workload's periodic task, for the guest (which shares this root).
 gcc -O2 -Wall -o "$OUT/frames" tests/bench/frames.c
 
 accel=$(grep -q -E '^(kvm_intel|kvm_amd) ' /proc/modules && echo KVM || echo 'qemu software emulation')
-SCHEDS=(eevdf "scx_gmp=$REPO/target/release/scx_gmp $GMP_FLAGS" "${EXTRA[@]}")
+SCHEDS=(eevdf "scx_gmp=$REPO/target/release/scx_gmp $GMP_FLAGS" "${PEER_SPECS[@]}" "${EXTRA[@]}")
 echo "[bench] $CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $accel, $ROUNDS rounds, $stamp"
 
 # qemu, vng and vm.sh all carry $OUT on their command lines; pgrep/pkill take a regex.
@@ -94,14 +136,19 @@ run_guest() {
   done
   wait "$vm" 2>/dev/null || true
 }
+# One VM at a time on this machine (scripts/test.sh takes the same lock): wait for a test run
+# to end rather than share the host's cores with it, which would skew both.
+exec 9> /run/lock/scx_gmp-test.lock
+flock -n 9 || { echo "[bench] waiting for another VM run to release /run/lock/scx_gmp-test.lock"; flock 9; }
 run_guest || { echo "[bench] the guest hung while booting; booting again"; run_guest || true; }
+exec 9>&-
 kill "$SAMPLER" 2>/dev/null || true
 [ -f "$OUT/complete" ] || { echo "bench.sh: the guest did not finish; see $OUT/bench.log" >&2; exit 1; }
 # The clocksource the guest actually ran on, as its log recorded it (not the flag passed).
 clock=$(sed -n 's/.*, clocksource \([^,]*\), rounds .*/\1/p' "$OUT/bench.log" | head -1)
 layout="$CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $accel, clocksource ${clock:-unknown}, $ROUNDS rounds, $stamp"
 
-python3 tests/bench/report.py "$OUT/raw.csv" "$OUT" "$layout"
+python3 tests/bench/report.py "$OUT/raw.csv" "$OUT" "$layout" "${RAN_PEERS[*]}"
 gnuplot "$OUT/ratios.gp"
 echo "[bench] results: $OUT/bench.md, $OUT/bench.csv, $OUT/bench.png"
 

@@ -1,8 +1,10 @@
 #!/bin/bash
 # Benchmark workloads, run inside the VM by scripts/bench.sh. Every workload runs under each
 # scheduler in interleaved rounds (the order rotates each round). Results: CSV rows
-# "round,sched,workload,metric,value" in $OUT/raw.csv.
+# "round,sched,workload,metric,value" in $OUT/raw.csv; one line per scheduler that did not
+# load, died or did not unload in $OUT/status (such a scheduler is left out from then on).
 #   guest.sh OUT ROUNDS SCHED_SPEC...    (SCHED_SPEC: eevdf, or NAME=/path/to/binary [flags])
+# $OUT/frames is tests/bench/frames.c, compiled by bench.sh.
 set -u
 OUT=$1; ROUNDS=$2; shift 2
 SCHEDS=("$@")
@@ -17,22 +19,53 @@ emit() { echo "$ROUND,$SNAME,$1,$2,$3" >> "$RAW"; log "$SNAME $1 $2=$3"; }
 state() { cat /sys/kernel/sched_ext/state; }
 mark() { echo "$ROUND,$SNAME,$1,$2" >> "$OUT/marks"; sync "$OUT/marks"; }
 
-SPID=""
+# A scheduler that fails is reported once in $OUT/status and skipped in later rounds, so that
+# one peer that does not work on this kernel costs a line in the report, not the whole run.
+SPID=""; FAILED=" "
+status() { echo "$*" >> "$OUT/status"; log "$*"; }
+wait_state() { # STATE TENTHS: whether sched_ext reached STATE within TENTHS tenths of a second
+  local i
+  for ((i = 0; i < $2; i++)); do [ "$(state)" = "$1" ] && return 0; sleep 0.1; done
+  return 1
+}
 start_sched() { # SPEC
-  local spec=$1
+  local spec=$1 i t0
   SNAME=${spec%%=*}
   [ "$spec" = eevdf ] && { SNAME=eevdf; return 0; }
-  local cmd=${spec#*=}
+  [[ $FAILED == *" $SNAME "* ]] && return 1
+  local cmd=${spec#*=} slog="$OUT/$SNAME-r$ROUND.log"
+  t0=$EPOCHREALTIME
   # shellcheck disable=SC2086
-  $cmd > "$OUT/$SNAME-r$ROUND.log" 2>&1 &
+  $cmd > "$slog" 2>&1 &
   SPID=$!
-  for _ in $(seq 1 900); do [ "$(state)" = enabled ] && return 0; sleep 0.1; done
-  log "$SNAME did not load"; return 1
+  for ((i = 0; i < 900; i++)); do
+    if [ "$(state)" = enabled ]; then
+      log "$SNAME loaded (ops $(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)) in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+      return 0
+    fi
+    kill -0 "$SPID" 2>/dev/null || break
+    sleep 0.1
+  done
+  local why; why=$(grep -v '^\s*$' "$slog" | tail -1 | cut -c1-160)
+  kill -INT "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=""
+  wait_state disabled 100
+  status "$SNAME: did not load in the guest (${why:-no output}); left out"
+  FAILED+="$SNAME "
+  return 1
 }
 stop_sched() {
   [ -n "$SPID" ] || return 0
-  kill -INT "$SPID"; wait "$SPID"; SPID=""
-  for _ in $(seq 1 100); do [ "$(state)" = disabled ] && return 0; sleep 0.1; done
+  # A scheduler the kernel ejected (watchdog, error exit) has unloaded already: its figures
+  # for this round then mix it with EEVDF, which the status line says.
+  if ! kill -0 "$SPID" 2>/dev/null || [ "$(state)" != enabled ]; then
+    status "$SNAME: exited during round $ROUND ($(grep -v '^\s*$' "$OUT/$SNAME-r$ROUND.log" | tail -1 | cut -c1-160)); left out"
+    FAILED+="$SNAME "
+  fi
+  kill -INT "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=""
+  if ! wait_state disabled 100; then
+    # Every later figure would be measured under it: stop, and bench.sh reports no result.
+    status "$SNAME: still $(state) 10 s after SIGINT; stopping the run"; exit 1
+  fi
 }
 
 # cyclictest (SCHED_OTHER threads, so the scheduler under test places them) while CPU hogs
