@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Summarise scripts/bench.sh results: median, min-max spread and ratio to EEVDF per workload
-metric, as Markdown and CSV, plus the data file and gnuplot script for the ratio chart.
+metric, the best peer scheduler's median and scx_gmp's ratio to it, as Markdown and CSV, plus
+the data file and gnuplot script for the ratio chart.
 
-    report.py RAW_CSV OUT_DIR LAYOUT
+    report.py RAW_CSV OUT_DIR LAYOUT ["PEER PEER..."]
+
+PEERs are the published schedulers bench.sh ran for comparison; OUT_DIR/status, if present,
+holds one line per scheduler that was left out, printed under the table.
 """
 import csv
 import statistics
@@ -14,8 +18,6 @@ METRICS = {
     ("cyclictest", "p50_us"): ("lower", None),
     ("cyclictest", "p99_us"): ("lower", "ratio <= 0.8"),
     ("cyclictest", "max_us"): ("lower", None),
-    ("hackbench_proc", "time_s"): ("lower", "ratio <= 1.0"),
-    ("hackbench_thread", "time_s"): ("lower", "ratio <= 1.0"),
     ("pipe", "usec_per_rt"): ("lower", "ratio <= 1.0"),
     ("stress_cpu", "bogo_ops_s"): ("higher", "ratio >= 1.0"),
     ("stress_cpu", "host_cpus"): ("-", None),
@@ -23,7 +25,32 @@ METRICS = {
     ("fairness", "jain"): ("higher", "value >= 0.98"),
     ("numa", "bogo_ops_s"): ("higher", None),
     ("numa", "node0_share"): ("higher", "value >= 0.95"),
+    ("numa", "hint_faults"): ("-", None),
+    ("numa", "pages_migrated"): ("-", None),
 }
+# hackbench_{proc,thread}_gN for every group count: the same direction and target.
+HACKBENCH = ("lower", "ratio <= 1.0")
+# The frame-time workload and its SCHED_FIFO floor (guest.sh w_frames).
+FRAMES = {
+    "late_gt2ms": ("lower", None),
+    "late_gt2ms_pct": ("lower", None),
+    "p99_late_ms": ("lower", None),
+    "missed_pct": ("lower", None),
+    "bg_cpu_bogo_ops_s": ("higher", None),
+    "bg_fork_bogo_ops_s": ("higher", None),
+}
+
+
+def metric(key):
+    """(better, target) of a workload metric: lower, higher or "-" (no direction)."""
+    w, m = key
+    if w.startswith("hackbench_"):
+        return HACKBENCH
+    if w.startswith("frametime"):
+        return FRAMES.get(m, ("lower", None))
+    if w == "numa_balancing_off":  # EEVDF only, a reference for the numa row
+        return (METRICS.get(("numa", m), ("-", None))[0], None)
+    return METRICS.get(key, ("lower", None))
 
 
 def host_rows(out, raw_rows):
@@ -74,8 +101,45 @@ def paired_ratio(runs, base):
     return statistics.median(r) if r else None
 
 
+def fmt_ratio(ratio, paired):
+    if ratio is None:
+        return ""
+    return f"{ratio:.2f}x" + (f"; paired {paired:.2f}x" if paired is not None else "")
+
+
+def best_peer(key, better, peers, vals):
+    """The peer with the best median for this metric, and that median; None without one."""
+    meds = [(statistics.median(vals[(key, p)]), p) for p in peers if vals.get((key, p))]
+    if not meds or better not in ("lower", "higher"):
+        return None
+    return (min if better == "lower" else max)(meds)
+
+
+def numa_note(vals, by_round):
+    """What the EEVDF run with NUMA balancing off says about the numa row."""
+    on, off = (("numa", "bogo_ops_s"), "eevdf"), (("numa_balancing_off", "bogo_ops_s"), "eevdf")
+    if not vals.get(on) or not vals.get(off):
+        return []
+    m_on, m_off = statistics.median(vals[on]), statistics.median(vals[off])
+    p = paired_ratio(by_round[off], by_round[on])
+    line = (f"NUMA balancing: EEVDF's memory-bound numa load read {m_on:.4g} bogo-ops/s with "
+            f"automatic NUMA balancing on (the default) and {m_off:.4g} with it off "
+            f"({fmt_ratio(m_off / m_on if m_on else None, p)})")
+    g = (("numa", "bogo_ops_s"), "scx_gmp")
+    if vals.get(g) and m_off:
+        line += (f"; scx_gmp's {statistics.median(vals[g]):.4g} is "
+                 f"{fmt_ratio(statistics.median(vals[g]) / m_off, paired_ratio(by_round[g], by_round[off]))}"
+                 " of EEVDF with balancing off")
+    f_on, f_off = (("numa", "hint_faults"), "eevdf"), (("numa_balancing_off", "hint_faults"), "eevdf")
+    if vals.get(f_on) and vals.get(f_off):
+        line += (f". NUMA hinting faults per run: {statistics.median(vals[f_on]):.0f} on, "
+                 f"{statistics.median(vals[f_off]):.0f} off")
+    return [line + "."]
+
+
 def main():
     raw, out, layout = sys.argv[1], sys.argv[2], sys.argv[3]
+    peers = sys.argv[4].split() if len(sys.argv) > 4 else []
     vals = defaultdict(list)
     by_round = defaultdict(dict)
     scheds = []
@@ -91,19 +155,37 @@ def main():
         by_round[(key, row["sched"])][row["round"]] = v
         if row["sched"] not in scheds:
             scheds.append(row["sched"])
-    scheds.sort(key=lambda s: (s != "eevdf", s != "scx_gmp", s))
-    keys = sorted({k for k, _ in vals}, key=lambda k: (k[0] != "cyclictest", k))
+    peers = [p for p in peers if p in scheds]
+    scheds.sort(key=lambda s: (s != "eevdf", s != "scx_gmp", s not in peers,
+                               peers.index(s) if s in peers else 0, s))
+
+    def order(k):  # cyclictest first, hackbench by kind then group count, the rest by name
+        w = k[0]
+        if w.startswith("hackbench_"):
+            kind, _, g = w[len("hackbench_"):].partition("_g")
+            return (1, "hackbench", kind, int(g) if g.isdigit() else 0, k[1])
+        return (0 if w.startswith("cyclictest") else 1, w, "", 0, k[1])
+    keys = sorted({k for k, _ in vals}, key=order)
 
     md = [f"Layout: {layout}. Median of rounds, [min-max], ratio to EEVDF (median/median; "
           "paired: the median of the rounds' own ratios, each run against EEVDF's run of the "
-          "same round, which the host's drift between rounds moves less).", ""]
-    md.append("| workload | metric | better | " + " | ".join(scheds) + " | target | scx_gmp met |")
-    md.append("|---|---|---|" + "---|" * len(scheds) + "---|---|")
+          "same round, which the host's drift between rounds moves less). Best peer: the peer "
+          "scheduler with the best median (" + (", ".join(peers) or "none ran") + "); "
+          "scx_gmp's ratio to it is paired the same way.", ""]
+    md.append("| workload | metric | better | " + " | ".join(scheds) +
+              " | best peer | scx_gmp / best peer | target | scx_gmp met |")
+    md.append("|---|---|---|" + "---|" * len(scheds) + "---|---|---|---|")
     rows = [["workload", "metric", "sched", "median", "min", "max", "n", "ratio_to_eevdf",
-             "paired_ratio"]]
+             "paired_ratio", "ratio_to_best_peer", "paired_ratio_to_best_peer"]]
     chart = []
     for key in keys:
-        better, target = METRICS.get(key, ("lower", None))
+        better, target = metric(key)
+        best = best_peer(key, better, peers, vals)
+        gmp = vals.get((key, "scx_gmp"))
+        to_best = to_best_paired = None
+        if best and gmp and best[0]:
+            to_best = statistics.median(gmp) / best[0]
+            to_best_paired = paired_ratio(by_round[(key, "scx_gmp")], by_round[(key, best[1])])
         base = vals.get((key, "eevdf"))
         base_med = statistics.median(base) if base else None
         cells = []
@@ -116,13 +198,17 @@ def main():
             med = statistics.median(v)
             ratio = med / base_med if base_med else None
             paired = paired_ratio(by_round[(key, s)], by_round[(key, "eevdf")])
+            gmp_row = s == "scx_gmp"
             rows.append([key[0], key[1], s, f"{med:.4g}", f"{min(v):.4g}", f"{max(v):.4g}", len(v),
                          f"{ratio:.3f}" if ratio is not None else "",
-                         f"{paired:.3f}" if paired is not None and s != "eevdf" else ""])
+                         f"{paired:.3f}" if paired is not None and s != "eevdf" else "",
+                         f"{to_best:.3f}" if gmp_row and to_best is not None else "",
+                         f"{to_best_paired:.3f}" if gmp_row and to_best_paired is not None else ""])
             cell = f"{med:.4g} [{min(v):.4g}-{max(v):.4g}]"
             if ratio is not None and s != "eevdf":
                 cell += f" ({ratio:.2f}x" + (f"; paired {paired:.2f}x)" if paired is not None else ")")
-                if not key[0].startswith("overhead") and better != "-":
+                # late_gt2ms_pct carries the same ratio as the count.
+                if not key[0].startswith("overhead") and better != "-" and key[1] != "late_gt2ms":
                     chart.append((f"{key[0]}:{key[1]}", s, ratio))
             cells.append(cell)
             if s == "scx_gmp" and target:
@@ -135,7 +221,16 @@ def main():
                     # or loss that only the medians show is the host's drift between rounds.
                     if what == "ratio" and paired is not None and meets(paired, op, lim) != ok:
                         met = f"median only (paired {paired:.2f}x)" if ok else f"paired only ({paired:.2f}x)"
-        md.append(f"| {key[0]} | {key[1]} | {better} | " + " | ".join(cells) + f" | {target or ''} | {met} |")
+        best_cell = f"{best[0]:.4g} ({best[1]})" if best else "-"
+        md.append(f"| {key[0]} | {key[1]} | {better} | " + " | ".join(cells) +
+                  f" | {best_cell} | {fmt_ratio(to_best, to_best_paired)} | {target or ''} | {met} |")
+    notes = numa_note(vals, by_round)
+    try:
+        notes += [l.strip() for l in open(f"{out}/status") if l.strip()]
+    except OSError:
+        pass
+    if notes:
+        md += [""] + [f"- {n}" for n in notes]
     with open(f"{out}/bench.md", "w") as f:
         f.write("\n".join(md) + "\n")
     with open(f"{out}/bench.csv", "w", newline="") as f:
@@ -156,9 +251,11 @@ def main():
     with open(f"{out}/ratios.gp", "w") as f:
         # noenhanced: names such as scx_gmp and p99_us are not gnuplot subscripts. The title
         # is two lines so that the layout fits the chart's width.
-        f.write(f"""set terminal pngcairo size 1100,560 font ',10' noenhanced
+        # Wide enough for every metric's cluster of bars, one bar per scheduler.
+        width = max(1100, 40 + len(labels) * (12 * len(others) + 16))
+        f.write(f"""set terminal pngcairo size {width},600 font ',10' noenhanced
 set output '{out}/bench.png'
-set title "Ratio to EEVDF, median of rounds: below 1 is better for times and latency, above 1 for throughput and fairness\\n{layout}"
+set title "Ratio to EEVDF (the dashed line), median of rounds: below 1 is better for times and latency, above 1 for throughput and fairness\\n{layout}"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
