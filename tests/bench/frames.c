@@ -3,12 +3,14 @@
  *   frames --calibrate MS          print the loop count that takes MS ms of CPU on this machine
  *   frames ITERS HZ SECONDS        run: one frame of ITERS loop iterations released every 1/HZ s
  *
- * Frame k is released at t0 + k/HZ (absolute, so a late frame does not shift the ones after
- * it) and does a fixed amount of work. Its lateness is the time from its release to its end
- * minus the CPU time it used: the time it spent waiting for a CPU, which is what the scheduler
- * decides. Wall time alone would also count the emulated vCPU running slower while the host
- * shares its cores among the vCPUs, which no guest scheduler can change. A frame that ends
- * after the next release has missed its display refresh ("missed").
+ * Frames are released on the 1/HZ grid from t0 (absolute, so a late frame does not shift the
+ * ones after it), each doing a fixed amount of work. A frame that ends after the next release
+ * has missed its display refresh ("missed"), and, as a game under vsync does, the next frame
+ * starts at the first release after it ended instead of queueing behind it: a backlog would
+ * make every later frame late for one slow one. A frame's lateness is the time from its
+ * release to its end minus the CPU time it used: the time it spent waiting for a CPU, which
+ * is what the scheduler decides. Wall time alone would also count the emulated vCPU running
+ * slower while the host shares its cores among the vCPUs, which no guest scheduler changes.
  *
  * Prints "key value" lines: frames, late_gt2ms, late_gt2ms_pct, p50_late_ms, p99_late_ms,
  * max_late_ms, missed_pct, cpu_ms_per_frame.
@@ -74,24 +76,27 @@ int main(int argc, char **argv)
 	uint64_t iters = strtoull(argv[1], NULL, 10);
 	double hz = atof(argv[2]), secs = atof(argv[3]);
 	uint64_t period = (uint64_t)(1e9 / hz);
-	size_t n = (size_t)(secs * hz);
-	uint64_t *late = calloc(n ? n : 1, sizeof(*late));
+	size_t cap = (size_t)(secs * hz) + 1, n = 0;
+	uint64_t *late = calloc(cap, sizeof(*late));
 	uint64_t missed = 0, cpu_total = 0;
 	if (!late)
 		return 1;
 
-	uint64_t t0 = ns(CLOCK_MONOTONIC) + period;
-	for (size_t k = 0; k < n; k++) {
-		uint64_t rel = t0 + k * period;
+	uint64_t rel = ns(CLOCK_MONOTONIC) + period, stop = rel + (uint64_t)(secs * 1e9);
+	while (rel < stop && n < cap) {
 		struct timespec ts = { .tv_sec = rel / 1000000000ull, .tv_nsec = rel % 1000000000ull };
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 		uint64_t c0 = ns(CLOCK_THREAD_CPUTIME_ID);
 		work(iters);
 		uint64_t end = ns(CLOCK_MONOTONIC), cpu = ns(CLOCK_THREAD_CPUTIME_ID) - c0;
 		uint64_t wall = end > rel ? end - rel : 0;
-		late[k] = wall > cpu ? wall - cpu : 0;
-		missed += end > rel + period;
+		late[n++] = wall > cpu ? wall - cpu : 0;
 		cpu_total += cpu;
+		if (end > rel + period) {
+			missed++;
+			rel += (end - rel) / period * period; /* the release it overran */
+		}
+		rel += period;
 	}
 
 	size_t over = 0;

@@ -149,7 +149,7 @@ frames_run() { # WORKLOAD [PREFIX...]
   wait "$bp"
   local k v
   while read -r k v; do
-    case $k in late_gt2ms|late_gt2ms_pct|p99_late_ms|missed_pct) emit "$w" "$k" "$v" ;; esac
+    case $k in late_gt2ms|late_gt2ms_pct|p99_late_ms|missed_pct|cpu_ms_per_frame) emit "$w" "$k" "$v" ;; esac
   done < "$OUT/frames.tmp"
   grep -q '^p99_late_ms ' "$OUT/frames.tmp" || emit "$w" p99_late_ms nan
   emit "$w" bg_cpu_bogo_ops_s "$(awk '/ cpu / {print $(NF-1); exit}' "$OUT/bg.tmp")"

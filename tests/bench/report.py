@@ -38,6 +38,7 @@ FRAMES = {
     "missed_pct": ("lower", None),
     "bg_cpu_bogo_ops_s": ("higher", None),
     "bg_fork_bogo_ops_s": ("higher", None),
+    "cpu_ms_per_frame": ("-", None),
 }
 
 
