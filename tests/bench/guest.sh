@@ -167,8 +167,9 @@ w_fair() {
 }
 
 # Memory-bound threads whose memory lives on node 0 (numactl --membind), as many as node 0
-# has CPUs: throughput, the share of samples in which they ran on node 0, and the NUMA
-# balancing page faults (numa_hint_faults) and migrations the kernel made meanwhile. NUMA
+# has CPUs: throughput, the share of samples in which they ran on node 0, their context
+# switches and CPU migrations, and the NUMA balancing page faults (numa_hint_faults) and page
+# migrations the kernel made meanwhile. NUMA
 # balancing scans a task's memory from the fair class's tick, which tasks of a sched_ext
 # scheduler do not get; under EEVDF the run is repeated with it off, to see what it costs.
 w_numa() {
@@ -214,12 +215,31 @@ while time.time() < end:
         tot += 1
         on += int(f[36]) in cpus
     time.sleep(0.05)
-print("%.4f" % (on / tot if tot else 0))
+# Context switches and CPU migrations of the stream threads so far, from their sched files.
+sw = mig = 0
+for st in glob.glob("/proc/[0-9]*/task/*/sched"):
+    try:
+        lines = open(st).read().splitlines()
+    except OSError:
+        continue
+    if not lines or "stress-ng-str" not in lines[0]:
+        continue
+    for l in lines:
+        k, _, v = l.partition(":")
+        if k.strip() == "nr_switches":
+            sw += int(float(v))
+        elif k.strip() == "se.nr_migrations":
+            mig += int(float(v))
+print("%.4f %d %d" % (on / tot if tot else 0, sw, mig))
 EOF
   wait "$sp"
   read -ra v1 <<< "$(vmstat_numa)"
   emit "$w" bogo_ops_s "$(awk '/ stream / {print $(NF-1); exit}' "$OUT/numa.tmp")"
-  emit "$w" node0_share "$(cat "$OUT/numa-share.tmp")"
+  local share sw mig
+  read -r share sw mig < "$OUT/numa-share.tmp"
+  emit "$w" node0_share "$share"
+  emit "$w" switches "${sw:-nan}"
+  emit "$w" migrations "${mig:-nan}"
   if [ "${#v0[@]}" = 2 ] && [ "${#v1[@]}" = 2 ]; then
     emit "$w" hint_faults $((v1[0] - v0[0]))
     emit "$w" pages_migrated $((v1[1] - v0[1]))

@@ -27,6 +27,8 @@ METRICS = {
     ("numa", "node0_share"): ("higher", "value >= 0.95"),
     ("numa", "hint_faults"): ("-", None),
     ("numa", "pages_migrated"): ("-", None),
+    ("numa", "switches"): ("-", None),
+    ("numa", "migrations"): ("-", None),
 }
 # hackbench_{proc,thread}_gN for every group count: the same direction and target.
 HACKBENCH = ("lower", "ratio <= 1.0")
