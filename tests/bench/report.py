@@ -113,7 +113,8 @@ def fmt_ratio(ratio, paired):
 def best_peer(key, better, peers, vals):
     """The peer with the best median for this metric, and that median; None without one."""
     meds = [(statistics.median(vals[(key, p)]), p) for p in peers if vals.get((key, p))]
-    if not meds or better not in ("lower", "higher"):
+    # Each scheduler's overhead rows name its own BPF programs: nothing to compare across.
+    if not meds or better not in ("lower", "higher") or key[0] == "overhead":
         return None
     return (min if better == "lower" else max)(meds)
 
