@@ -200,36 +200,27 @@ for part in sys.argv[1].split(","):
     a, _, b = part.partition("-")
     cpus.update(range(int(a), int(b or a) + 1))
 on = tot = 0
+counts = {}  # tid: (switches, migrations), the latest read: the threads exit with the run
 end = time.time() + float(sys.argv[2])
 while time.time() < end:
     for st in glob.glob("/proc/[0-9]*/task/*/stat"):
         try:
             s = open(st).read()
+            if "(stress-ng-stre" not in s:
+                continue
+            sched = dict(l.split(":", 1) for l in open(st[:-4] + "sched") if ":" in l)
         except OSError:
             continue
-        if "(stress-ng-stre" not in s and "(stress-ng-stream" not in s:
-            continue
+        sched = {k.strip(): v for k, v in sched.items()}
+        counts[st] = (int(float(sched.get("nr_switches", 0))), int(float(sched.get("se.nr_migrations", 0))))
         f = s.rsplit(")", 1)[1].split()
         if f[0] != "R":
             continue
         tot += 1
         on += int(f[36]) in cpus
     time.sleep(0.05)
-# Context switches and CPU migrations of the stream threads so far, from their sched files.
-sw = mig = 0
-for st in glob.glob("/proc/[0-9]*/task/*/sched"):
-    try:
-        lines = open(st).read().splitlines()
-    except OSError:
-        continue
-    if not lines or "stress-ng-str" not in lines[0]:
-        continue
-    for l in lines:
-        k, _, v = l.partition(":")
-        if k.strip() == "nr_switches":
-            sw += int(float(v))
-        elif k.strip() == "se.nr_migrations":
-            mig += int(float(v))
+sw = sum(c[0] for c in counts.values())
+mig = sum(c[1] for c in counts.values())
 print("%.4f %d %d" % (on / tot if tot else 0, sw, mig))
 EOF
   wait "$sp"
