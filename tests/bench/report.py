@@ -131,9 +131,9 @@ def numa_note(vals, by_round):
             f"({fmt_ratio(m_off / m_on if m_on else None, p)})")
     g = (("numa", "bogo_ops_s"), "scx_gmp")
     if vals.get(g) and m_off:
-        line += (f"; scx_gmp's {statistics.median(vals[g]):.4g} is "
-                 f"{fmt_ratio(statistics.median(vals[g]) / m_off, paired_ratio(by_round[g], by_round[off]))}"
-                 " of EEVDF with balancing off")
+        m_gmp = statistics.median(vals[g])
+        line += (f"; scx_gmp's {m_gmp:.4g} is {fmt_ratio(m_gmp / m_off, None)} EEVDF's with "
+                 f"balancing off (paired {paired_ratio(by_round[g], by_round[off]) or 0:.2f}x)")
     f_on, f_off = (("numa", "hint_faults"), "eevdf"), (("numa_balancing_off", "hint_faults"), "eevdf")
     if vals.get(f_on) and vals.get(f_off):
         line += (f". NUMA hinting faults per run: {statistics.median(vals[f_on]):.0f} on, "
