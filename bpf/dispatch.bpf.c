@@ -173,21 +173,24 @@ static __always_inline void dispatch_non_proc(s32 cpu, struct task_struct *prev)
 }
 
 /*
- * Go's fairness tick: serve the shared queue first every fair_tick-th dispatch, and at least
- * every FAIR_TICK_MAX_NS of this CPU's time. The time bound is what keeps a shared task's
- * wait under the watchdog for any turn length and any --fair-tick; it is per CPU, so every
- * proc of a node takes part and the rate grows with the node. An empty queue counts as
- * served: nothing waited.
+ * Go's fairness tick: serve the shared queue first every fair_tick-th dispatch, and on every
+ * dispatch while the queue's head has waited FAIR_TICK_MAX_NS. The count alone bounds how
+ * often a CPU looks, not how long a task waits: a CPU dispatches once a turn, and a node
+ * whose procs all hold pinned pairs served its shared queue one task per 61 turns of each CPU,
+ * whatever the queue's length. With the head's wait as the trigger, a stale queue is served
+ * by every proc of its node at each turn's end until its head is fresh again, so a shared
+ * wait is about FAIR_TICK_MAX_NS plus the queue's length over the node's procs, in turns.
+ * The head is read only when the queue holds something.
  */
 static __always_inline bool dispatch_fair_tick(struct cpu_ctx *cctx, u32 node)
 {
+	u64 dsq = shared_dsq(node);
 	bool tick = fair_tick && cctx->schedtick % fair_tick == 0;
-	u64 now = now_ns();
 
-	if (!tick && now - cctx->shared_served_at < FAIR_TICK_MAX_NS)
+	if (!tick && (scx_bpf_dsq_nr_queued(dsq) <= 0 ||
+		      head_wait_ns(dsq, now_ns()) < FAIR_TICK_MAX_NS))
 		return false;
-	cctx->shared_served_at = now;
-	if (!scx_bpf_dsq_move_to_local(shared_dsq(node), 0))
+	if (!scx_bpf_dsq_move_to_local(dsq, 0))
 		return false;
 	stat_add(ST_DISP_FAIR_TICK, 1);
 	return true;
@@ -219,7 +222,6 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	}
 	if (shared_pick(cpu, node)) {
-		cctx->shared_served_at = now_ns();
 		stat_add(ST_DISP_SHARED, 1);
 		/* A woken CPU that found work passes the baton while work remains (Go's spinning). */
 		if (was_kicked && scx_bpf_dsq_nr_queued(shared_dsq(node)) > 0)

@@ -76,10 +76,10 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 #define SHARED_PICK_WINDOW 8
 #define SHARED_PICK_WAIT_SLICES 4
 /*
- * Every proc serves its node's shared queue first at least this often, whatever the fair
- * tick's count: Go's 61 ticks at Go's 10 ms slices. Without it the count alone let turns
- * of 160 ms (nice -20), --slice-us 85000 or --fair-tick 0 keep a shared task waiting past
- * the kernel's 5 s watchdog behind pinned tasks.
+ * A shared queue whose head has waited this long is served first by every proc of its node,
+ * whatever the fair tick's count: Go's 61 ticks at Go's 10 ms slices. Without it the count
+ * alone let turns of 160 ms (nice -20), --slice-us 85000 or --fair-tick 0 keep a shared task
+ * waiting past the kernel's 5 s watchdog behind pinned tasks.
  */
 #define FAIR_TICK_MAX_NS (61 * 10 * 1000 * 1000ULL)
 /*
@@ -103,7 +103,7 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 
 /* ---- State ---- */
 
-/* Per-CPU state, shared with the loader through the skeleton's bss. Two cache lines each. */
+/* Per-CPU state, shared with the loader through the skeleton's bss. One cache line each. */
 struct cpu_ctx {
 	u64 running_since;  /* when the current scx_gmp task started; 0: none */
 	u64 schedtick;      /* ops.dispatch calls, drives the fair tick */
@@ -122,7 +122,6 @@ struct cpu_ctx {
 	u16 jump_us;        /* CPU time (us) run here by jumping wakees since an in-order start */
 	u8 running_interactive; /* the current task is interactive (see interactive()) */
 	u8 stuck_passes;    /* sysmon passes that found no scx task running here and a task in its local DSQ or own queue */
-	u64 shared_served_at; /* when this CPU last served (or found empty) its node's shared queue */
 } __attribute__((aligned(64)));
 
 struct task_ctx {

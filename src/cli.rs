@@ -10,7 +10,7 @@ const TURN_RANGE_US: std::ops::RangeInclusive<u64> =
     intf::SLICE_MIN_US as u64..=intf::TURN_MAX_US as u64;
 
 /// The largest --fair-tick: a count this large never comes round in practice; the 610 ms
-/// time bound serves the shared queue long before. Untuned.
+/// wait bound serves the shared queue long before. Untuned.
 const FAIR_TICK_MAX: u32 = 1_000_000;
 
 /// --fair-tick: 0 or 2..=FAIR_TICK_MAX. 1 would serve the shared queue first on every
@@ -22,7 +22,7 @@ fn parse_fair_tick(s: &str) -> Result<u32, String> {
     match n {
         1 => Err(
             "1 would serve the shared queue first on every dispatch and starve the \
-                  CPUs' own queues; use 2 or more, or 0 for the 610 ms time bound alone"
+                  CPUs' own queues; use 2 or more, or 0 for the 610 ms wait bound alone"
                 .into(),
         ),
         n if n > FAIR_TICK_MAX => Err(format!("at most {FAIR_TICK_MAX}")),
@@ -72,8 +72,8 @@ pub struct Opts {
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub local_cap: u32,
 
-    /// Serve the shared queue first on every Nth dispatch of a CPU, and at least every 610 ms
-    /// of it (0: only the latter).
+    /// Serve the shared queue first on every Nth dispatch of a CPU, and whenever its head has
+    /// waited 610 ms (0: only the latter).
     #[arg(long, default_value_t = 61, value_parser = parse_fair_tick)]
     pub fair_tick: u32,
 
