@@ -66,12 +66,12 @@ pub fn check_libbpf_paths(o: &LibbpfOpts) -> Result<()> {
     if let Some(k) = &o.kconfig {
         std::fs::read_to_string(k).with_context(|| format!("--kconfig {k}: cannot read it"))?;
     }
-    let dirs = [
+    let paths = [
         ("--btf-custom-path", &o.btf_custom_path, false),
         ("--pin-root-path", &o.pin_root_path, true),
         ("--bpf-token-path", &o.bpf_token_path, true),
     ];
-    for (flag, path, want_dir) in dirs {
+    for (flag, path, want_dir) in paths {
         // An empty --bpf-token-path is libbpf's way to turn BPF tokens off.
         let Some(p) = path.as_ref().filter(|p| !p.is_empty()) else {
             continue;
