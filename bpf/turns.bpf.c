@@ -272,6 +272,14 @@ static __always_inline void charge_run(struct cpu_ctx *cctx, struct task_ctx *tc
 	}
 }
 
+/* Charge what the CPU's current task ran since it started or last renewed its turn. */
+static __always_inline void charge_since_start(struct cpu_ctx *cctx, struct task_ctx *tctx,
+					       u64 now, bool runnable)
+{
+	if (cctx->running_since && now > cctx->running_since)
+		charge_run(cctx, tctx, now - cctx->running_since, runnable);
+}
+
 /*
  * A task whose turn ended with nothing else to run keeps its CPU (keep_prev): the kernel
  * calls neither ops.stopping nor ops.running for it, so end the turn here and start the
@@ -285,8 +293,7 @@ static void renew_turn(struct cpu_ctx *cctx, struct task_struct *p, struct task_
 
 	if (!cctx)
 		return;
-	if (cctx->running_since && now > cctx->running_since)
-		charge_run(cctx, tctx, now - cctx->running_since, true);
+	charge_since_start(cctx, tctx, now, true);
 	cctx->running_since = now;
 	/* Nothing waited, so the new turn starts in order: no jump is in progress. */
 	cctx->jump_us = 0;
@@ -308,8 +315,7 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 	if (!cctx)
 		return;
 	tctx = task_ctx(p);
-	if (cctx->running_since && now > cctx->running_since)
-		charge_run(cctx, tctx, now - cctx->running_since, runnable);
+	charge_since_start(cctx, tctx, now, runnable);
 	/* A task that sleeps ends its burst (remember how long it was) and owes nothing. */
 	if (tctx && !runnable)
 		end_burst(tctx);
