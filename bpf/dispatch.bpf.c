@@ -5,7 +5,7 @@
  * previous task keeps the CPU.
  *
  * Why no task waits forever: the fair tick serves the shared queue first every fair_tick-th
- * dispatch, so a busy local queue cannot shut it out; shared_pick falls back to FIFO once the
+ * dispatch and while its head is stale, so a busy local queue cannot shut it out; shared_pick falls back to FIFO once the
  * head has waited SHARED_PICK_WAIT_SLICES slices; sysmon preempts runners when work waits.
  */
 
@@ -173,25 +173,31 @@ static __always_inline void dispatch_non_proc(s32 cpu, struct task_struct *prev)
 }
 
 /*
- * Go's fairness tick: serve the shared queue first every fair_tick-th dispatch, and on every
- * dispatch while the queue's head has waited FAIR_TICK_MAX_NS. The count alone bounds how
- * often a CPU looks, not how long a task waits: a CPU dispatches once a turn, and a node
- * whose procs all hold pinned pairs served its shared queue one task per 61 turns of each CPU,
- * whatever the queue's length. With the head's wait as the trigger, a stale queue is served
- * by every proc of its node at each turn's end until its head is fresh again, so a shared
- * wait is about FAIR_TICK_MAX_NS plus the queue's length over the node's procs, in turns.
- * The head is read only when the queue holds something.
+ * Go's fairness tick: serve the shared queue first every fair_tick-th dispatch, and while its
+ * head has waited FAIR_TICK_MAX_NS (shared_stale, set by sysmon). The count alone bounds how
+ * often a CPU looks, not how long a task waits: a CPU dispatches once a turn, and a node whose
+ * procs all hold pinned pairs served its shared queue one task per 61 turns of each CPU,
+ * whatever the queue's length. A stale queue is served by every proc of its node, but by
+ * each at most every other dispatch while its own queue holds work (fair_alt).
+ *
+ * Why neither side starves: under a stale shared queue a CPU alternates it with its own
+ * queue, so a task in cpu_dsq waits at most twice its queue's length in turns, and a shared
+ * task about FAIR_TICK_MAX_NS plus twice the shared queue's length over the node's procs.
+ * Served first on every dispatch instead, a shared queue at least 2.5 turns long per proc
+ * (longer than the threshold) stayed stale for good and cpu_dsq tasks waited for the
+ * watchdog.
  */
-static __always_inline bool dispatch_fair_tick(struct cpu_ctx *cctx, u32 node)
+static __always_inline bool dispatch_fair_tick(s32 cpu, struct cpu_ctx *cctx, u32 node)
 {
-	u64 dsq = shared_dsq(node);
-	bool tick = fair_tick && cctx->schedtick % fair_tick == 0;
+	bool tick = fair_tick && cctx->schedtick % fair_tick == 0, alt = cctx->fair_alt;
 
-	if (!tick && (scx_bpf_dsq_nr_queued(dsq) <= 0 ||
-		      head_wait_ns(dsq, now_ns()) < FAIR_TICK_MAX_NS))
+	cctx->fair_alt = 0;
+	if (!tick && (!shared_stale[node_idx(node)] ||
+		      (alt && scx_bpf_dsq_nr_queued(cpu) > 0)))
 		return false;
-	if (!scx_bpf_dsq_move_to_local(dsq, 0))
+	if (!scx_bpf_dsq_move_to_local(shared_dsq(node), 0))
 		return false;
+	cctx->fair_alt = !tick;
 	stat_add(ST_DISP_FAIR_TICK, 1);
 	return true;
 }
@@ -211,7 +217,7 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 		dispatch_non_proc(cpu, prev);
 		return;
 	}
-	if (dispatch_fair_tick(cctx, node))
+	if (dispatch_fair_tick(cpu, cctx, node))
 		return;
 	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
 		stat_add(ST_DISP_LOCAL, 1);

@@ -18,7 +18,7 @@ const volatile u32 nr_cpus = 1;           /* nr_cpu_ids, <= MAX_CPUS */
 const volatile u32 nr_nodes = 1;          /* <= MAX_NODES */
 const volatile u64 slice_ns = 10000000;   /* Go's forcePreemptNS, 10 ms */
 const volatile u64 preempt_ns = 10000000; /* sysmon preempts runs longer than this */
-const volatile u64 sysmon_ns = 0;         /* 0: adaptive, SYSMON_MIN_NS .. SYSMON_MAX_NS */
+const volatile u64 sysmon_ns = 0;         /* 0: SYSMON_PERIOD_NS; else >= SYSMON_MIN_NS */
 const volatile u32 local_cap = 256;       /* Go's runq size */
 const volatile u32 fair_tick = 61;        /* Go's schedtick % 61 global-queue poll */
 const volatile u32 steal_max = 32;
@@ -44,9 +44,14 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 
 /* ---- Named constants ---- */
 
-/* sysmon's adaptive period. Go's sysmon sleeps 20 us .. 10 ms; taken as is. */
+/*
+ * sysmon's pass period, and the floor of --sysmon-us. Go's sysmon sleeps 20 us .. 10 ms. The
+ * pass here is the backstop (lost ticks and wakeups, sampling, the starvation scan), so it
+ * keeps Go's longest sleep at every load: the CPUs it visits per second grow with the
+ * machine, the visits per CPU do not. Deadlines that must be exact are each CPU's own timer.
+ */
 #define SYSMON_MIN_NS (20 * 1000ULL)
-#define SYSMON_MAX_NS (10 * 1000 * 1000ULL)
+#define SYSMON_PERIOD_NS (10 * 1000 * 1000ULL)
 /* Below this much slice left, a wakeup is not worth a runnext slot. Untuned. */
 #define RUNNEXT_MIN_NS (20 * 1000ULL)
 /* A wakep kick older than this is taken as lost. Untuned: well above a kick's latency. */
@@ -91,6 +96,8 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 #define STEAL_LOOKS_LLC 2
 #define STEAL_LOOKS_NODE 2
 #define STEAL_LOOKS_REMOTE 2
+/* Shared-queue entries a sysmon pass checks for tasks no proc may run. Untuned. */
+#define STRANDED_LOOKS 4
 /* lag_steal and the cross-node shared steal act once a lag or wait reaches this many slices. */
 #define LAG_SLICES 2
 /* Debt carried between turns is clamped to [-1, DEBT_MAX_TURNS] weighted slices. Untuned. */
@@ -103,14 +110,13 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 
 /* ---- State ---- */
 
-/* Per-CPU state, shared with the loader through the skeleton's bss. One cache line each. */
+/* Per-CPU state, shared with the loader through the skeleton's bss; written by its CPU. */
 struct cpu_ctx {
 	u64 running_since;  /* when the current scx_gmp task started; 0: none */
 	u64 schedtick;      /* ops.dispatch calls, drives the fair tick */
 	u64 burst_base;     /* now - burst_base: CPU time of the current task since it last slept */
 	s32 running_pid;
 	s32 runnext_pid;    /* the task in this CPU's runnext slot, 0: empty */
-	u32 queued;         /* cpu_dsq length at the last sysmon pass */
 	u32 steal_moved;    /* scratch: tasks moved by the steal in progress */
 	u32 pick_seen;      /* scratch: shared-queue entries looked at by shared_pick */
 	s32 pick_pid;       /* scratch: the entry shared_pick chose; -1: none */
@@ -121,7 +127,13 @@ struct cpu_ctx {
 	u8 wake_preempting; /* a wakeup was sent here to preempt the current task */
 	u16 jump_us;        /* CPU time (us) run here by jumping wakees since an in-order start */
 	u8 running_interactive; /* the current task is interactive (see interactive()) */
-	u8 stuck_passes;    /* sysmon passes that found no scx task running here and a task in its local DSQ or own queue */
+	u8 fair_alt;        /* the last dispatch served a stale shared queue first */
+	/*
+	 * Written only by this CPU, summed by sysmon: global atomics would take one cache line
+	 * from every CPU on every wakeup.
+	 */
+	s64 runnable_delta; /* cgroup-counted tasks made runnable less those gone quiescent here */
+	u64 vtime_max;      /* the highest vtime of a task that started here */
 } __attribute__((aligned(64)));
 
 struct task_ctx {
@@ -155,17 +167,19 @@ struct cgrp_ctx {
 /* ---- Globals (bss: the loader reads several of them) ---- */
 
 struct cpu_ctx cpu_ctxs[MAX_CPUS];
+/* Written by sysmon alone (its own cache lines): samples and per-CPU pass state. */
+u32 cpu_queued[MAX_CPUS];         /* cpu_dsq lengths at the last sysmon pass */
+u8 stuck_passes[MAX_CPUS];        /* passes in a row that found a CPU asleep on a queued task */
+u8 shared_stale[MAX_NODES];       /* the shared_dsq head had waited FAIR_TICK_MAX_NS */
 u32 shared_queued[MAX_NODES];     /* shared_dsq lengths at the last sysmon pass */
 u32 busy_procs[MAX_NODES];        /* procs running a task, per node, at the last sysmon pass */
 u64 saturated_at;                 /* since when every proc has run a task with work waiting; 0: not */
 u64 saturated_ns;                 /* how long that has lasted, as of the last sysmon pass */
 u64 node_kick_at[MAX_NODES];      /* when wakep last kicked a CPU of the node; 0: none pending */
-u64 sysmon_interval_ns;
-u64 sysmon_next_at;                       /* when the sysmon timer fires next */
-u64 vclock;                               /* the highest vtime of a task that started */
+u64 vclock;                               /* the highest vtime_max, as of the last pass */
 u64 starve_scan_at;
 struct gmp_wait_rec wait_recs[MAX_CPUS];  /* read and cleared by the loader each interval */
-s64 nr_runnable_total;                    /* runnable scx tasks counted for cgroup weights */
+s64 nr_runnable_total;                    /* the sum of runnable_delta, as of the last pass */
 s64 nr_task_ctxs, nr_cgrp_ctxs;           /* live entries of task_ctxs and cgrp_ctxs */
 s64 last_ctx_err;                         /* errno of the last failed state allocation */
 
@@ -216,6 +230,23 @@ struct {
 struct sysmon_timer {
 	struct bpf_timer timer;
 };
+
+/*
+ * One per CPU, armed and run on that CPU alone (BPF_F_TIMER_CPU_PIN): a turn's exact
+ * deadline, when it falls before the tick would end the turn (see exact_deadline).
+ */
+struct turn_timer {
+	struct bpf_timer timer;
+	u64 since;          /* running_since of the turn it was armed for */
+	u32 cpu;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct turn_timer);
+} turn_timers SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -91,6 +91,9 @@ enum gmp_stat {
 	ST_TURN_GIVEN_BACK,  /* turns given back at once by a pinned task that owed a whole turn (deficit round robin) */
 	ST_STEAL_TRIES,      /* steal attempts: dispatches that found nothing local or shared */
 	ST_STEAL_LOOKS,      /* CPU queues looked at by those attempts */
+	ST_SYSMON_VISITS,    /* CPUs sysmon's passes looked at */
+	ST_TURN_TIMER,       /* turn-timer runs: exact deadlines checked on their own CPU */
+	ST_SYSMON_NS,        /* ns sysmon's passes took */
 	GMP_NR_STATS,
 };
 

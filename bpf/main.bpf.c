@@ -10,7 +10,8 @@
  *  3. An idle CPU looks at its own queue, then its node's shared queue, then steals half of
  *     another CPU's queue (same LLC, same node, other nodes): findRunnable and stealWork.
  *  4. A BPF timer, sysmon, preempts tasks that ran past preempt_ns while others wait; where
- *     the slice ends first, the tick ends the turn and sysmon is the backstop a tick later.
+ *     the slice ends first, the tick ends the turn and sysmon is the backstop. A deadline
+ *     the tick would miss is kept by the CPU's own turn timer.
  *  5. The procs (GOMAXPROCS) are the CPUs that run ordinary work; the loader sizes the set.
  *  6. Weights scale each turn's slice; the shared queues prefer the least weighted CPU time
  *     within a bounded window. Interactive wakeups may preempt, within a per-CPU budget.
@@ -111,11 +112,29 @@ static s32 start_sysmon(void)
 	}
 	bpf_timer_init(&st->timer, &sysmon_timer, CLOCK_MONOTONIC);
 	bpf_timer_set_callback(&st->timer, sysmon_fn);
-	sysmon_interval_ns = sysmon_ns ? sysmon_ns : SYSMON_MIN_NS;
-	ret = bpf_timer_start(&st->timer, sysmon_interval_ns, 0);
+	ret = bpf_timer_start(&st->timer, sysmon_period_ns(), 0);
 	if (ret)
 		scx_bpf_error("failed to start sysmon: %d", ret);
 	return ret;
+}
+
+/* Each CPU's turn timer: ready, never armed until a turn with an exact deadline starts. */
+static s32 init_turn_timers(void)
+{
+	struct turn_timer *tt;
+	u32 i;
+
+	bpf_for(i, 0, nr_cpus) {
+		tt = bpf_map_lookup_elem(&turn_timers, &i);
+		if (!tt) {
+			scx_bpf_error("turn timer %u lookup failed", i);
+			return -ENOENT;
+		}
+		tt->cpu = i;
+		bpf_timer_init(&tt->timer, &turn_timers, CLOCK_MONOTONIC);
+		bpf_timer_set_callback(&tt->timer, turn_timer_fn);
+	}
+	return 0;
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(gmp_init)
@@ -129,6 +148,8 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(gmp_init)
 	ret = create_dsqs();
 	if (!ret)
 		ret = init_procs_mask();
+	if (!ret)
+		ret = init_turn_timers();
 	if (!ret)
 		ret = start_sysmon();
 	return ret;

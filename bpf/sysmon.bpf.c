@@ -1,13 +1,24 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * sysmon: Go's retake() as a BPF timer. Each pass preempts CPUs whose task ran past its
- * deadline while work waits, kicks CPUs that sleep on a queued task (lost wakeups), wakes a
- * proc for shared work nobody will come for, samples queue lengths for the loader, scans
- * queue heads for the starvation warning, and tracks saturation for --procs auto.
+ * sysmon: Go's retake() as a BPF timer, and each CPU's turn timer. A pass preempts CPUs
+ * whose task ran past its deadline while work waits (the backstop for a lost tick), kicks
+ * CPUs that sleep on a queued task (lost wakeups), wakes a proc for shared work nobody will
+ * come for, samples queue lengths for the loader, marks stale shared queues for the fair
+ * tick, sums the per-CPU counters, scans queue heads for the starvation warning, and tracks
+ * saturation for --procs auto.
  *
- * Adaptive period: it sleeps until the earliest running task could reach its deadline, and
- * doubles its sleep up to SYSMON_MAX_NS while nothing waits.
+ * Cost: one pass every SYSMON_PERIOD_NS (or --sysmon-us) at any load, visiting each CPU once
+ * and writing only sysmon's own arrays, so the work per CPU per second is fixed. A turn whose
+ * deadline must be exact is preempted by its own CPU's turn timer, locally.
  */
+
+/* The pass period: --sysmon-us, or SYSMON_PERIOD_NS. */
+static __always_inline u64 sysmon_period_ns(void)
+{
+	if (!sysmon_ns)
+		return SYSMON_PERIOD_NS;
+	return sysmon_ns > SYSMON_MIN_NS ? sysmon_ns : SYSMON_MIN_NS;
+}
 
 /*
  * Starvation scan: the head of @dsq_id has waited longest there; note it in @slot's record.
@@ -37,17 +48,23 @@ static void note_head_wait(u64 dsq_id, u64 now, s32 slot)
  * found with no scx_gmp task running and a task in its local DSQ or own queue on two passes
  * in a row is kicked again; SCX_KICK_IDLE makes that a no-op unless the CPU is idle.
  */
-static void rescue_local(u32 cpu, struct cpu_ctx *cctx, u64 since, s32 nq)
+static void rescue_local(u32 cpu, u64 since, s32 nq)
 {
-	s32 lq = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu);
+	u32 c = cpu_idx(cpu);
+	s32 lq;
 
-	if (since || (lq <= 0 && nq <= 0)) {
-		cctx->stuck_passes = 0;
+	if (since) {
+		stuck_passes[c] = 0;
 		return;
 	}
-	if (++cctx->stuck_passes < 2)
+	lq = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu);
+	if (lq <= 0 && nq <= 0) {
+		stuck_passes[c] = 0;
 		return;
-	cctx->stuck_passes = 0;
+	}
+	if (++stuck_passes[c] < 2)
+		return;
+	stuck_passes[c] = 0;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	stat_add(ST_KICK_STUCK, 1);
 }
@@ -80,12 +97,63 @@ static void note_saturation(u64 now, bool waiting)
 /* What one sysmon pass carries from CPU to CPU. */
 struct sysmon_pass {
 	u64 now;
-	u64 next;           /* ns until the earliest deadline of a running task */
+	u64 vtime_max;      /* the highest vtime_max seen so far */
+	s64 runnable;       /* the sum of runnable_delta so far */
 	s32 budget[MAX_NODES]; /* shared tasks per node not yet given a preempted CPU */
 	s32 self;           /* this CPU: the slot for starvation records */
 	bool scan;          /* look at queue heads for the starvation warning */
 	bool waiting_any;   /* some queue holds a task */
 };
+
+/*
+ * Whether node @n's shared queue is stale: its head has waited FAIR_TICK_MAX_NS. Stored only
+ * when it changes, so the procs reading it in ops.dispatch keep their copy of the line.
+ */
+static void mark_stale(struct sysmon_pass *sp, u32 n)
+{
+	u64 wait;
+	u8 stale;
+
+	bpf_rcu_read_lock();
+	wait = head_wait_ns(shared_dsq(n), sp->now);
+	bpf_rcu_read_unlock();
+	stale = wait >= FAIR_TICK_MAX_NS;
+	if (shared_stale[node_idx(n)] != stale)
+		shared_stale[node_idx(n)] = stale;
+}
+
+/*
+ * Tasks in node @n's shared queue that no proc may run: queued there before the set shrank
+ * away from their cpuset. Non-procs never serve the shared queues, so without this they
+ * waited for the watchdog. Each goes to its own CPU's queue, where a non-proc serves it (its
+ * CPU, or another of its mask: the cpu_dsq invariant), and that CPU is kicked. Looks at the
+ * first STRANDED_LOOKS tasks a pass; the rest move up as those leave. Only while some CPU is
+ * not a proc (procs_subset): otherwise every task may run on a proc.
+ */
+static void rescue_stranded(u32 n)
+{
+	struct task_struct *p;
+	u32 seen = 0;
+	s32 c;
+
+	bpf_rcu_read_lock();
+	bpf_for_each(scx_dsq, p, shared_dsq(n), 0) {
+		if (++seen > STRANDED_LOOKS)
+			break;
+		if (proc_for(p) >= 0)
+			continue;
+		c = scx_bpf_task_cpu(p);
+		if (!bpf_cpumask_test_cpu(c, p->cpus_ptr))
+			c = bpf_cpumask_any_distribute(p->cpus_ptr);
+		if (c < 0 || c >= nr_cpus)
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, c, 0)) {
+			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+			stat_add(ST_ENQ_STRANDED, 1);
+		}
+	}
+	bpf_rcu_read_unlock();
+}
 
 /* Sample every node's shared queue; reset the per-node busy counts. */
 static __always_inline void scan_shared(struct sysmon_pass *sp)
@@ -104,6 +172,10 @@ static __always_inline void scan_shared(struct sysmon_pass *sp)
 		busy_procs[node_idx(n)] = 0;
 		if (q)
 			sp->waiting_any = true;
+		if (q || shared_stale[node_idx(n)])
+			mark_stale(sp, n);
+		if (q && procs_subset)
+			rescue_stranded(n);
 		if (q && sp->scan)
 			note_head_wait(shared_dsq(n), sp->now, sp->self);
 	}
@@ -117,11 +189,19 @@ static __always_inline void sysmon_kick(u32 cpu, struct cpu_ctx *cctx)
 	stat_add(ST_KICK_PREEMPT, 1);
 }
 
+/* Fold @cctx's counters into the pass's sums (reads only: the line stays its CPU's). */
+static __always_inline void sum_counters(struct sysmon_pass *sp, struct cpu_ctx *cctx)
+{
+	sp->runnable += cctx->runnable_delta;
+	if (cctx->vtime_max > sp->vtime_max)
+		sp->vtime_max = cctx->vtime_max;
+}
+
 /*
- * One CPU's check: sample its queue, rescue a lost wakeup, move a misplaced runner off a
- * non-proc, and preempt a runner past its deadline while work waits for this CPU (its own
- * queue, or its node's shared queue, one CPU per waiting shared task). Returns false when
- * the walk must stop (a CPU id past the arrays).
+ * One CPU's check: sample its queue and counters, rescue a lost wakeup, move a misplaced
+ * runner off a non-proc, and preempt a runner past its deadline while work waits for this
+ * CPU (its own queue, or its node's shared queue, one CPU per waiting shared task). Returns
+ * false when the walk must stop (a CPU id past the arrays).
  */
 static __always_inline bool check_cpu(struct sysmon_pass *sp, u32 cpu)
 {
@@ -133,12 +213,13 @@ static __always_inline bool check_cpu(struct sysmon_pass *sp, u32 cpu)
 
 	if (!cctx || node >= MAX_NODES)
 		return false;
-	cctx->queued = nq > 0 ? nq : 0;
+	cpu_queued[cpu_idx(cpu)] = nq > 0 ? nq : 0;
+	sum_counters(sp, cctx);
 	node = node_idx(node);
 	if (nq > 0 && sp->scan)
 		note_head_wait(cpu, sp->now, sp->self);
 	since = cctx->running_since;
-	rescue_local(cpu, cctx, since, nq);
+	rescue_local(cpu, since, nq);
 	/* A task that may run on a proc leaves a non-proc at once (set shrank under it). */
 	if (since && cctx->running_misplaced) {
 		cctx->running_misplaced = 0;
@@ -159,8 +240,6 @@ static __always_inline bool check_cpu(struct sysmon_pass *sp, u32 cpu)
 		if (nq <= 0)
 			sp->budget[node_idx(node)]--;
 		sysmon_kick(cpu, cctx);
-	} else if (limit - ran < sp->next) {
-		sp->next = limit - ran;
 	}
 	return true;
 }
@@ -187,33 +266,44 @@ static __always_inline void rescue_shared(struct sysmon_pass *sp)
 	}
 }
 
-/* Arm the next pass: the fixed period, the earliest deadline, or a doubled idle sleep. */
-static __always_inline void sysmon_schedule(struct sysmon_pass *sp, struct bpf_timer *timer)
+/* Publish the pass's sums: what cg_factor and ops.runnable read between passes. */
+static __always_inline void publish_sums(struct sysmon_pass *sp)
 {
-	u64 next = sp->next;
+	if (nr_runnable_total != sp->runnable)
+		nr_runnable_total = sp->runnable;
+	if (vclock != sp->vtime_max)
+		vclock = sp->vtime_max;
+}
 
-	if (sysmon_ns) {
-		next = sysmon_ns;
-	} else if (!sp->waiting_any) {
-		next = sysmon_interval_ns * 2;
-		if (next > SYSMON_MAX_NS)
-			next = SYSMON_MAX_NS;
-	}
-	if (next < SYSMON_MIN_NS)
-		next = SYSMON_MIN_NS;
-	sysmon_interval_ns = next;
-	sysmon_next_at = sp->now + next;
-	bpf_timer_start(timer, next, 0);
+/*
+ * A turn's exact deadline (arm_turn_timer), on the CPU running it: preempt the turn if it is
+ * still the one the timer was armed for and work waits for this CPU. Otherwise the tick ends
+ * the turn with its slice, and sysmon's pass is the backstop.
+ */
+static int turn_timer_fn(void *map, int *key, struct turn_timer *tt)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	bool waits;
+
+	stat_add(ST_TURN_TIMER, 1);
+	/* A timer pinned to a CPU that went offline runs elsewhere: not that CPU's turn. */
+	if (!cctx || cpu != tt->cpu || !cctx->running_since || cctx->running_since != tt->since)
+		return 0;
+	waits = scx_bpf_dsq_nr_queued(cpu) > 0 ||
+		(is_proc(cpu) && scx_bpf_dsq_nr_queued(shared_dsq(node_of(cpu))) > 0);
+	if (waits)
+		sysmon_kick(cpu, cctx);
+	return 0;
 }
 
 static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 {
 	struct sysmon_pass sp = {
 		.now = now_ns(),
-		.next = SYSMON_MAX_NS,
 		.self = bpf_get_smp_processor_id(),
 	};
-	u32 cpu;
+	u32 cpu, visited = 0;
 
 	stat_add(ST_SYSMON_RUNS, 1);
 	sync_procs_mask();
@@ -225,9 +315,13 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 	bpf_for(cpu, 0, nr_cpus) {
 		if (!check_cpu(&sp, cpu))
 			break;
+		visited++;
 	}
+	stat_add(ST_SYSMON_VISITS, visited);
+	publish_sums(&sp);
 	note_saturation(sp.now, sp.waiting_any);
 	rescue_shared(&sp);
-	sysmon_schedule(&sp, timer);
+	bpf_timer_start(timer, sysmon_period_ns(), 0);
+	stat_add(ST_SYSMON_NS, now_ns() - sp.now);
 	return 0;
 }

@@ -33,40 +33,47 @@ void BPF_STRUCT_OPS(gmp_quiescent, struct task_struct *p, u64 deq_flags)
 }
 
 /*
- * When sysmon preempts a run whose slice is @slice and whose preemption limit is @limit, for
- * a task whose full weighted slice is @wslice. A limit inside the slice is sysmon's alone.
- * Otherwise the slice runs out first and the CPU's own tick ends the turn, locally; a sysmon
- * kick would be a cross-CPU IPI doing the same a little earlier, so sysmon waits one tick past
- * the slice, as the backstop for a tick that does not come. The overrun (up to a tick) is paid
- * back from the next turn (settle_debt), which works while it is at most half a turn: tasks
- * whose weighted slice is under two ticks keep the exact deadline. The test is on @wslice, not
- * on this turn's @slice, which is shorter while it pays back the last turn's overrun.
+ * Whether a turn's preemption limit @limit must be kept exactly, for a run whose slice is
+ * @slice and a task whose full weighted slice is @wslice. A limit inside the slice is
+ * sysmon's alone. Otherwise the slice runs out first and the CPU's own tick ends the turn,
+ * locally; a kick would be an IPI doing the same a little earlier. The overrun (up to a tick)
+ * is paid back from the next turn (settle_debt), which works while it is at most half a turn:
+ * tasks whose weighted slice is under two ticks keep the exact deadline. The test is on
+ * @wslice, not on this turn's @slice, which is shorter while it pays back the last overrun.
+ */
+static __always_inline bool exact_deadline(u64 limit, u64 slice, u64 wslice)
+{
+	return limit < slice || wslice < 2 * tick_ns();
+}
+
+/*
+ * When sysmon preempts the run: at an exact limit, else one tick past the slice, as the
+ * backstop for a tick that does not come.
  */
 static __always_inline u64 sysmon_deadline(u64 limit, u64 slice, u64 wslice)
 {
-	u64 tick = tick_ns(), backstop = slice + tick;
+	u64 backstop = slice + tick_ns();
 
-	if (limit < slice || wslice < 2 * tick)
+	if (exact_deadline(limit, slice, wslice))
 		return limit;
 	return limit > backstop ? limit : backstop;
 }
 
 /*
- * A task with a short weighted limit started: make sure sysmon looks at it in time, or a
- * low-weight task would run on to the next tick and its share would grow.
+ * An exact deadline: arm this CPU's turn timer for it. sysmon's pass comes only every
+ * SYSMON_PERIOD_NS, so without it a low-weight task would run on to the next tick and its
+ * share would grow. Pinned to this CPU: the check and the preemption stay local.
  */
-static void sysmon_rearm(u64 now, u64 limit)
+static void arm_turn_timer(s32 cpu, struct cpu_ctx *cctx, u64 limit)
 {
-	struct sysmon_timer *st;
-	u32 zero = 0;
+	struct turn_timer *tt;
+	u32 key = cpu_idx(cpu);
 
-	if (limit >= preempt_ns || now + limit + SYSMON_MIN_NS >= sysmon_next_at)
+	tt = bpf_map_lookup_elem(&turn_timers, &key);
+	if (!tt)
 		return;
-	st = bpf_map_lookup_elem(&sysmon_timer, &zero);
-	if (!st)
-		return;
-	sysmon_next_at = now + limit;
-	bpf_timer_start(&st->timer, limit, 0);
+	tt->since = cctx->running_since;
+	bpf_timer_start(&tt->timer, limit, BPF_F_TIMER_CPU_PIN);
 }
 
 /* Mark @cpu as running @p from @now; returns whether @p came through the runnext slot. */
@@ -130,11 +137,11 @@ static __always_inline u64 next_turn(struct task_ctx *tctx)
 }
 
 /*
- * Start a turn: weighted slice, this turn's slice (a runnext task keeps the shorter slice it
- * inherited from its waker), and sysmon's deadline, scaled with the turn.
+ * Start a turn on @cpu: weighted slice, this turn's slice (a runnext task keeps the shorter
+ * slice it inherited from its waker), and the preemption deadline, scaled with the turn.
  */
 static __always_inline void start_turn(struct cpu_ctx *cctx, struct task_struct *p,
-				       struct task_ctx *tctx, u64 cgf, bool runnext, u64 now)
+				       struct task_ctx *tctx, u64 cgf, bool runnext, s32 cpu)
 {
 	u64 turn, limit;
 
@@ -148,7 +155,8 @@ static __always_inline void start_turn(struct cpu_ctx *cctx, struct task_struct 
 		limit = SLICE_MIN_NS;
 	/* p->scx.slice is the slice in force: turn, or the shorter one a runnext task inherited. */
 	cctx->run_limit_ns = sysmon_deadline(limit, p->scx.slice, tctx->wslice);
-	sysmon_rearm(now, cctx->run_limit_ns);
+	if (exact_deadline(limit, p->scx.slice, tctx->wslice))
+		arm_turn_timer(cpu, cctx, limit);
 }
 
 /*
@@ -215,10 +223,10 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 		start_untracked(cctx, p, cgf);
 		return;
 	}
-	start_turn(cctx, p, tctx, cgf, runnext, now);
+	start_turn(cctx, p, tctx, cgf, runnext, cpu);
 	give_back_owed_turn(p, tctx, cpu);
-	if (tctx->vtime > vclock)
-		vclock = tctx->vtime;
+	if (tctx->vtime > cctx->vtime_max)
+		cctx->vtime_max = tctx->vtime;
 	note_started_wait(p, tctx, cpu, now);
 	count_migration(tctx, cpu, node);
 	update_home(p, tctx, node);

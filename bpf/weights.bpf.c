@@ -61,6 +61,19 @@ static void cg_account(struct cgroup *cg, s64 dir)
 	}
 }
 
+/*
+ * Count a task in or out of nr_runnable_total on the CPU doing it (a remote wakeup runs on
+ * the waker's CPU): a plain add is safe, each CPU writes only its own delta, under the rq
+ * lock with interrupts off; sysmon sums the deltas each pass.
+ */
+static __always_inline void count_runnable(s64 d)
+{
+	struct cpu_ctx *cctx = cpu_ctx(bpf_get_smp_processor_id());
+
+	if (cctx)
+		cctx->runnable_delta += d;
+}
+
 static void cg_runnable(struct task_struct *p, struct task_ctx *tctx)
 {
 	struct cgroup *cg;
@@ -74,7 +87,7 @@ static void cg_runnable(struct task_struct *p, struct task_ctx *tctx)
 	cg_account(cg, 1);
 	bpf_cgroup_release(cg);
 	tctx->cg_counted = 1;
-	__sync_fetch_and_add(&nr_runnable_total, 1);
+	count_runnable(1);
 }
 
 static void cg_quiescent(struct task_ctx *tctx)
@@ -84,7 +97,7 @@ static void cg_quiescent(struct task_ctx *tctx)
 	if (!tctx->cg_counted)
 		return;
 	tctx->cg_counted = 0;
-	__sync_fetch_and_add(&nr_runnable_total, -1);
+	count_runnable(-1);
 	cg = bpf_cgroup_from_id(tctx->cgid);
 	if (!cg)
 		return;

@@ -63,7 +63,7 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub wakeup_preempt_us: u64,
 
-    /// Fixed sysmon period in microseconds; 0 adapts it between 20 us and 10 ms like Go's.
+    /// sysmon's pass period in microseconds (at least 20); 0: 10 ms, Go's longest sysmon sleep.
     #[arg(long, default_value_t = 0,
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub sysmon_us: u64,

@@ -138,6 +138,12 @@ counters! {
         "steal attempts: dispatches of a proc that found nothing in its own or its node's queue",
     gmp_stat_ST_STEAL_LOOKS => steal_looks:
         "CPU queues those attempts looked at (bounded per attempt, whatever the CPU count)",
+    gmp_stat_ST_SYSMON_VISITS => sysmon_visits:
+        "CPUs sysmon's passes looked at (each pass looks at every CPU once)",
+    gmp_stat_ST_TURN_TIMER => turn_timer:
+        "turn-timer runs: a turn's exact deadline checked on its own CPU",
+    gmp_stat_ST_SYSMON_NS => sysmon_ns:
+        "nanoseconds sysmon's passes took",
 }
 
 const _: () = {
@@ -367,6 +373,12 @@ pub struct Interval {
     pub busy_pct: Vec<f64>,
     #[stat(desc = "sysmon_runs in the interval")]
     pub sysmon_runs: u64,
+    #[stat(desc = "sysmon_visits in the interval")]
+    pub sysmon_visits: u64,
+    #[stat(desc = "turn_timer in the interval")]
+    pub turn_timer: u64,
+    #[stat(desc = "sysmon_ns in the interval")]
+    pub sysmon_ns: u64,
     #[stat(desc = "per-task and per-cgroup states the BPF side holds")]
     pub ctx: Ctx,
     #[stat(desc = "reloads after CPU hotplug, since scx_gmp started")]
@@ -647,6 +659,9 @@ impl Report<'_> {
             },
             busy_pct: self.g.procs.iter().map(|&c| self.busy_pct(c)).collect(),
             sysmon_runs: t.sysmon_runs,
+            sysmon_visits: t.sysmon_visits,
+            turn_timer: t.turn_timer,
+            sysmon_ns: t.sysmon_ns,
             ctx: Ctx {
                 tasks: self.g.task_ctxs,
                 cgroups: self.g.cgrp_ctxs,
@@ -932,7 +947,7 @@ mod tests {
         r#""wakeup_no_jump":78},"procs":2,"procs_cpus":"0-1","restarts":0,"shared_queued":2,"#,
         r#""shared_queued_per_node":[2],"starvation":{"comm":"hog","longest_wait_us":612000,"#,
         r#""over_threshold":70,"pid":42,"still_waiting":true,"threshold_ms":500},"#,
-        r#""stolen_tasks":18,"sysmon_runs":50,"ts_ms":1000}"#
+        r#""stolen_tasks":18,"sysmon_ns":94,"sysmon_runs":50,"sysmon_visits":90,"ts_ms":1000,"turn_timer":92}"#
     );
 
     /// Every key (at every depth) of the `--json` object and its shape, as they were when the
