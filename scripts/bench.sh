@@ -6,10 +6,13 @@
 # Writes a Markdown table, a CSV and a PNG chart of the ratios to EEVDF, and puts the table and
 # chart in the README.
 #
-#   scripts/bench.sh [--rounds N] [--duration S] [--cpus N] [--nodes M] [--kernel VER]
-#                    [--sched NAME=/path/to/scheduler] [--gmp-flags "FLAGS"] [--hpet]
-#                    [--no-peers | --peers "scx_bpfland scx_lavd"] [--no-readme]
+#   scripts/bench.sh [--rounds N] [--duration S] [--layout NAME | --cpus N --nodes M]
+#                    [--kernel VER] [--sched NAME=/path/to/scheduler] [--gmp-flags "FLAGS"]
+#                    [--hpet] [--no-peers | --peers "scx_bpfland scx_lavd"] [--no-readme]
+#   scripts/bench.sh --scale [scripts/scale.sh's arguments]
 #
+# --layout takes a shape of scripts/vm.sh (2n, smt, llc, one, wide, offline); the default is
+# 2n, 4 CPUs in 2 nodes. --scale runs the scale benchmark instead (scripts/scale.sh).
 # Under emulation the guest keeps the TSC clocksource (vm.sh --tsc); --hpet leaves it on the
 # HPET the guest kernel falls back to, where every clock read is an emulated MMIO access.
 # A peer that does not build or load is left out with one line in the report, not an error.
@@ -18,7 +21,8 @@ cd "$(dirname "$0")/.."
 REPO=$(pwd)
 
 ROUNDS=3; DUR=15; CPUS=4; NODES=2; KVER=${GMP_KERNEL:-6.18.15+deb13-amd64}
-EXTRA=(); GMP_FLAGS=""; README=1; CLOCK=(--tsc)
+EXTRA=(); GMP_FLAGS=""; README=1; CLOCK=(--tsc); LAYOUT=""
+[ "${1:-}" = --scale ] && { shift; exec "$(pwd)/scripts/scale.sh" "$@"; }
 # The peers and their pinned versions: the newest on crates.io that build with this Rust and
 # clang-19. Each runs as a plain binary with its default flags, as its users start it.
 declare -A PEER_VERSION=([scx_bpfland]=1.1.4 [scx_p2dq]=1.1.4 [scx_lavd]=1.1.4 [scx_cosmos]=1.1.7)
@@ -28,6 +32,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;
     --duration) DUR=$2; shift 2 ;;
+    --layout) LAYOUT=$2; shift 2 ;;
     --cpus) CPUS=$2; shift 2 ;;
     --nodes) NODES=$2; shift 2 ;;
     --kernel) KVER=$2; shift 2 ;;
@@ -37,10 +42,12 @@ while [ $# -gt 0 ]; do
     --no-readme) README=0; shift ;;
     --no-peers) PEERS=(); shift ;;
     --peers) read -ra PEERS <<< "$2"; shift 2 ;;
-    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
+case "$LAYOUT" in ""|2n|smt|llc|one|wide|offline) ;;
+  *) echo "bench.sh: unknown layout '$LAYOUT' (2n, smt, llc, one, wide, offline)" >&2; exit 2 ;; esac
 [ "$ROUNDS" -ge 3 ] || echo "bench.sh: fewer than 3 rounds: medians will be rough" >&2
 for s in "${EXTRA[@]}"; do
   bin=${s#*=}; bin=${bin%% *}
@@ -94,8 +101,11 @@ done
 gcc -O2 -Wall -o "$OUT/frames" tests/bench/frames.c
 
 accel=$(grep -q -E '^(kvm_intel|kvm_amd) ' /proc/modules && echo KVM || echo 'qemu software emulation')
+# The guest's shape: a named layout of vm.sh, or --cpus/--nodes; the report names it.
+if [ -n "$LAYOUT" ]; then SHAPE=(--layout "$LAYOUT"); SHAPE_NAME="layout $LAYOUT"
+else SHAPE=(--cpus "$CPUS" --nodes "$NODES"); SHAPE_NAME="$CPUS CPUs in $NODES NUMA node(s)"; fi
 SCHEDS=(eevdf "scx_gmp=$REPO/target/release/scx_gmp $GMP_FLAGS" "${PEER_SPECS[@]}" "${EXTRA[@]}")
-echo "[bench] $CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $accel, $ROUNDS rounds, $stamp"
+echo "[bench] $SHAPE_NAME, kernel $KVER, $accel, $ROUNDS rounds, $stamp"
 
 # qemu, vng and vm.sh all carry $OUT on their command lines; pgrep/pkill take a regex.
 OUT_RE=$(printf '%s' "$OUT" | sed 's/[][\.*^$+?(){}|]/\\&/g')
@@ -123,7 +133,7 @@ trap 'kill "$SAMPLER" 2>/dev/null || true' EXIT
 # timer that does not fire) never writes bench.log; stop it after 5 minutes and boot once more.
 run_guest() {
   rm -f "$OUT/bench.log"
-  BENCH_DUR=$DUR timeout 7200 scripts/vm.sh "${CLOCK[@]}" --kernel "$KVER" --cpus "$CPUS" --nodes "$NODES" \
+  BENCH_DUR=$DUR timeout 7200 scripts/vm.sh "${CLOCK[@]}" --kernel "$KVER" "${SHAPE[@]}" \
     --memory 3072 --results "$OUT" -- env BENCH_DUR="$DUR" "$REPO/tests/bench/guest.sh" "$OUT" "$ROUNDS" \
     "${SCHEDS[@]}" &
   local vm=$! waited=0
@@ -146,7 +156,8 @@ kill "$SAMPLER" 2>/dev/null || true
 [ -f "$OUT/complete" ] || { echo "bench.sh: the guest did not finish; see $OUT/bench.log" >&2; exit 1; }
 # The clocksource the guest actually ran on, as its log recorded it (not the flag passed).
 clock=$(sed -n 's/.*, clocksource \([^,]*\), rounds .*/\1/p' "$OUT/bench.log" | head -1)
-layout="$CPUS CPUs in $NODES NUMA node(s), kernel $KVER, $accel, clocksource ${clock:-unknown}, $ROUNDS rounds, $stamp"
+nodes=$(sed -n 's/.*bench: \([0-9]*\) CPUs, nodes \([^,]*\),.*/\1 CPUs, nodes \2/p' "$OUT/bench.log" | head -1)
+layout="$SHAPE_NAME (${nodes:-shape unknown}), kernel $KVER, $accel, clocksource ${clock:-unknown}, $ROUNDS rounds, $stamp"
 
 python3 tests/bench/report.py "$OUT/raw.csv" "$OUT" "$layout" "${RAN_PEERS[*]}"
 gnuplot "$OUT/ratios.gp"

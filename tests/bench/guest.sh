@@ -246,19 +246,8 @@ w_overhead() {
   perf bench sched pipe -l 20000 > /dev/null 2>&1
   local after; after=$(bpftool -j prog show 2>/dev/null)
   sysctl -q kernel.bpf_stats_enabled=0
-  python3 - <(echo "$before") <(echo "$after") <<'EOF' | while read -r k v; do emit overhead "$k" "$v"; done
-import json, sys
-b = {p["id"]: p for p in json.load(open(sys.argv[1]))}
-a = json.load(open(sys.argv[2]))
-for p in a:
-    if p.get("type") != "struct_ops":
-        continue
-    q = b.get(p["id"], {})
-    cnt = p.get("run_cnt", 0) - q.get("run_cnt", 0)
-    ns = p.get("run_time_ns", 0) - q.get("run_time_ns", 0)
-    if cnt > 0:
-        print("ns_%s" % p["name"], "%.0f" % (ns / cnt))
-EOF
+  python3 "$(dirname "$0")/prog_cost.py" <(echo "$before") <(echo "$after") |
+    while read -r k v; do emit overhead "$k" "$v"; done
 }
 
 WORKLOADS=(cyclictest hackbench pipe stress frames fair numa overhead)
