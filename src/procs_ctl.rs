@@ -12,12 +12,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// The processor set: CPUs in the order procs are added, how many are active, and in auto
-/// mode the policy and the busy time it last saw.
+/// mode the policy, the busy time it last saw and each CPU's busy time over the last interval.
 pub struct ProcsCtl {
     order: Vec<usize>,
     active: usize,
     auto: Option<AutoProcs>,
     busy_ns: Vec<u64>,
+    recent_ns: Vec<u64>,
     at: Instant,
 }
 
@@ -40,6 +41,7 @@ impl ProcsCtl {
             active,
             auto,
             busy_ns: Vec::new(),
+            recent_ns: Vec::new(),
             at: Instant::now(),
         })
     }
@@ -82,6 +84,12 @@ impl ProcsCtl {
         if self.auto.is_none() || prev.is_empty() || secs <= 0.0 {
             return None;
         }
+        self.recent_ns = self
+            .busy_ns
+            .iter()
+            .zip(&prev)
+            .map(|(now, before)| now.saturating_sub(*before))
+            .collect();
         let ran: f64 = self.order[..self.active]
             .iter()
             .map(|&c| self.busy_ns[c].saturating_sub(prev[c]) as f64)
@@ -103,8 +111,38 @@ impl ProcsCtl {
         let auto = self.auto.as_mut()?;
         auto.observe(busy, waiting)?;
         let old = self.active;
-        self.active = auto.current();
+        let new = auto.current();
+        if new < old {
+            self.drop_idlest(new, old);
+        }
+        self.active = new;
         Some(old)
+    }
+
+    /// Before the set shrinks from `old` to `new` procs, move the least busy of the last
+    /// interval to the positions that leave. The busy ones run what is left (a cpuset's
+    /// job, tasks near their memory): dropping the last added instead took CPUs from a
+    /// cpuset still running at full speed, whose tasks then shared the procs left in it.
+    /// Among equally busy procs the compact order decides, the last added leaving first, so
+    /// an idle machine shrinks as before; kept and leaving procs each keep their order.
+    fn drop_idlest(&mut self, new: usize, old: usize) {
+        let busy = |c: usize| self.recent_ns.get(c).copied().unwrap_or(0);
+        let mut by_busy: Vec<usize> = (0..old).collect();
+        by_busy.sort_by(|&a, &b| {
+            busy(self.order[b])
+                .cmp(&busy(self.order[a]))
+                .then(a.cmp(&b))
+        });
+        let mut kept = by_busy[..new].to_vec();
+        let mut leaving = by_busy[new..].to_vec();
+        kept.sort_unstable();
+        leaving.sort_unstable();
+        let reordered: Vec<usize> = kept
+            .iter()
+            .chain(&leaving)
+            .map(|&i| self.order[i])
+            .collect();
+        self.order[..old].copy_from_slice(&reordered);
     }
 }
 
@@ -127,4 +165,66 @@ pub fn write_procs(skel: &mut BpfSkel, topo: &TopoMaps, cpus: &[usize]) -> Resul
     // the skeleton; BPF programs only read it.
     unsafe { AtomicU64::from_ptr(&mut bss.procs_gen) }.store(gen, Ordering::Release);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Auto mode over CPUs 0-3 (compact order 0, 1, 2, 3), all four active.
+    fn four_active(recent_ns: Vec<u64>) -> ProcsCtl {
+        ProcsCtl {
+            order: vec![0, 1, 2, 3],
+            active: 4,
+            auto: Some(AutoProcs::new(4, 1, 4)),
+            busy_ns: Vec::new(),
+            recent_ns,
+            at: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn shrink_keeps_the_busy_procs() {
+        // A job in cpuset 2-3 keeps those two busy while 0 and 1 idle.
+        let mut p = four_active(vec![0, 0, 900, 900]);
+        p.drop_idlest(3, 4);
+        p.active = 3;
+        assert_eq!(p.active_cpus(), vec![0, 2, 3]);
+        p.drop_idlest(2, 3);
+        p.active = 2;
+        assert_eq!(p.active_cpus(), vec![2, 3]);
+        // Growing again adds back the compact order's CPUs, most recently dropped last.
+        assert_eq!(p.order, vec![2, 3, 0, 1]);
+    }
+
+    #[test]
+    fn idle_machine_shrinks_in_compact_order() {
+        let mut p = four_active(vec![0; 4]);
+        p.drop_idlest(2, 4);
+        p.active = 2;
+        assert_eq!(p.active_cpus(), vec![0, 1]);
+        assert_eq!(p.order, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn missing_busy_figures_count_as_idle() {
+        let mut p = four_active(vec![5]);
+        p.drop_idlest(1, 4);
+        p.active = 1;
+        assert_eq!(p.active_cpus(), vec![0]);
+        p.drop_idlest(0, 1);
+        assert_eq!(p.order.len(), 4);
+    }
+
+    #[test]
+    fn observe_drops_the_idlest() {
+        let mut p = four_active(vec![0, 0, 900, 0]);
+        // Three light intervals with nothing waiting shrink the set by a quarter.
+        let mut changed = None;
+        for _ in 0..3 {
+            changed = changed.or(p.observe(0.9, 0.0));
+        }
+        assert_eq!(changed, Some(4));
+        assert!(p.active_cpus().contains(&2), "{:?}", p.active_cpus());
+    }
 }

@@ -90,6 +90,37 @@ t_cpuset_outside() {
   fi
 }
 
+# A cpuset is demand the procs must serve: when --procs auto shrinks the set, the procs that
+# leave are the idlest, not the last added. Load every CPU (the set grows to all) with 2
+# hogs in a cpuset of the last 2 CPUs, then take the other load away: the set shrinks, and
+# the cpuset's hogs must keep both their CPUs (dropping the last added took one of them, and
+# the two shared the other at half speed each).
+t_cpuset_shrink() {
+  local a=$((NCPU - 2)) z=$((NCPU - 1)) pids=() hogs=() i t0=() t1=() low sets
+  [ "$NCPU" -ge 4 ] || { skip cpuset_shrink "needs 4 CPUs"; return; }
+  start_sched shrink --stats 1 --json || { fail cpuset_shrink "did not load"; return; }
+  for ((i = 0; i < 2 * NCPU; i++)); do spin & pids+=($!); done
+  for i in 1 2; do taskset -c "$a,$z" sh -c 'while :; do :; done' & hogs+=($!); done
+  sleep 8
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  sleep 7
+  local mark; mark=$(wc -l < "$LOGS/shrink.out")
+  for i in "${hogs[@]}"; do t0+=("$(cputime "$i")"); done
+  sleep 8
+  for ((i = 0; i < 2; i++)); do t1+=($(($(cputime "${hogs[$i]}") - t0[i]))); done
+  kill "${hogs[@]}" 2>/dev/null; wait "${hogs[@]}" 2>/dev/null
+  stop_sched INT
+  tail -n +$((mark + 1)) "$LOGS/shrink.out" > "$LOGS/shrink.window"
+  low=$(tr ' ' '\n' <<< "${t1[*]}" | sort -n | head -1)
+  sets=$(json_series "$LOGS/shrink.window" procs_cpus | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')
+  local most; most=$(json_max "$LOGS/shrink.window" procs)
+  if [ "$SCHED_RC" -ne 0 ]; then fail cpuset_shrink "scheduler exit $SCHED_RC"
+  elif [ "${most:-$NCPU}" -ge "$NCPU" ]; then fail cpuset_shrink "the set did not shrink (procs $sets): nothing tested"
+  elif [ "${low:-0}" -lt 640 ]; then fail cpuset_shrink "a hog of cpuset $a,$z got $low ticks in 8 s, want >= 640 (both: ${t1[*]}; procs $sets)"
+  else pass cpuset_shrink "2 hogs in cpuset $a,$z, the set shrunk to $sets: ticks in 8 s ${t1[*]}"
+  fi
+}
+
 # Exactly N hogs on N CPUs: a hog alone on its CPU keeps it turn after turn (keep_prev), with
 # no stop in between, and must still count as busy, so that --procs auto holds the set at N
 # instead of shrinking it under a full job.
