@@ -128,6 +128,7 @@ struct cpu_ctx {
 	u16 jump_us;        /* CPU time (us) run here by jumping wakees since an in-order start */
 	u8 running_interactive; /* the current task is interactive (see interactive()) */
 	u8 fair_alt;        /* the last dispatch served a stale shared queue first */
+	s8 running_mem_node; /* the memory node of the current task (see mem_node_of); -1: none */
 	/*
 	 * Written only by this CPU, summed by sysmon: global atomics would take one cache line
 	 * from every CPU on every wakeup.
@@ -173,6 +174,11 @@ u8 stuck_passes[MAX_CPUS];        /* passes in a row that found a CPU asleep on 
 u8 shared_stale[MAX_NODES];       /* the shared_dsq head had waited FAIR_TICK_MAX_NS */
 u32 shared_queued[MAX_NODES];     /* shared_dsq lengths at the last sysmon pass */
 u32 busy_procs[MAX_NODES];        /* procs running a task, per node, at the last sysmon pass */
+/*
+ * Per node: CPUs running a task whose memory node it is, elsewhere, while it has no proc, at
+ * the last pass. --procs auto grows the set there: the procs grow where the memory is.
+ */
+u32 homeless_running[MAX_NODES];
 u64 saturated_at;                 /* since when every proc has run a task with work waiting; 0: not */
 u64 saturated_ns;                 /* how long that has lasted, as of the last sysmon pass */
 u64 node_kick_at[MAX_NODES];      /* when wakep last kicked a CPU of the node; 0: none pending */

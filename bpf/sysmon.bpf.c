@@ -170,6 +170,7 @@ static __always_inline void scan_shared(struct sysmon_pass *sp)
 		sp->budget[node_idx(n)] = q;
 		shared_queued[node_idx(n)] = q;
 		busy_procs[node_idx(n)] = 0;
+		homeless_running[node_idx(n)] = 0;
 		if (q)
 			sp->waiting_any = true;
 		if (q || shared_stale[node_idx(n)])
@@ -187,6 +188,15 @@ static __always_inline void sysmon_kick(u32 cpu, struct cpu_ctx *cctx)
 	cctx->sysmon_kicked = 1;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	stat_add(ST_KICK_PREEMPT, 1);
+}
+
+/* A task runs on @node away from its memory node, and that node has no proc: count it there. */
+static __always_inline void note_homeless(struct cpu_ctx *cctx, u32 node)
+{
+	s32 m = cctx->running_mem_node;
+
+	if (m >= 0 && m < nr_nodes && m != node && !node_procs[node_idx(m)])
+		homeless_running[node_idx(m)]++;
 }
 
 /* Fold @cctx's counters into the pass's sums (reads only: the line stays its CPU's). */
@@ -228,6 +238,8 @@ static __always_inline bool check_cpu(struct sysmon_pass *sp, u32 cpu)
 	}
 	if (since && is_proc(cpu))
 		busy_procs[node]++;
+	if (since)
+		note_homeless(cctx, node);
 	/* Non-procs never serve the shared queues, so only their own queue waits on them. */
 	waits = nq > 0 || (is_proc(cpu) && node < nr_nodes && sp->budget[node] > 0);
 	if (nq > 0)

@@ -33,6 +33,7 @@ pub fn gauges(skel: &BpfSkel, topo: &TopoMaps, procs: Vec<usize>) -> Gauges {
     g.cpu_node = topo.cpu_node.clone();
     g.local_queued = (0..topo.nr_cpu_ids).map(|c| bss.cpu_queued[c]).collect();
     g.shared_queued = bss.shared_queued[..topo.nr_nodes].to_vec();
+    g.homeless_running = bss.homeless_running[..topo.nr_nodes].to_vec();
     g.task_ctxs = bss.nr_task_ctxs;
     g.cgrp_ctxs = bss.nr_cgrp_ctxs;
     g

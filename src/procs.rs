@@ -391,6 +391,15 @@ impl AutoProcs {
         None
     }
 
+    /// Grow by up to `step` procs, for a reason other than the load (tasks away from their
+    /// memory); None at max. Starts the shrink streak over.
+    pub fn grow_by(&mut self, step: usize) -> Option<usize> {
+        if self.cur >= self.max || step == 0 {
+            return None;
+        }
+        self.change_to(self.cur.saturating_add(step).min(self.max))
+    }
+
     fn change_to(&mut self, target: usize) -> Option<usize> {
         let target = target.clamp(self.min, self.max);
         self.light_streak = 0;

@@ -19,6 +19,7 @@ pub struct ProcsCtl {
     auto: Option<AutoProcs>,
     busy_ns: Vec<u64>,
     recent_ns: Vec<u64>,
+    cpu_node: Vec<u32>,
     at: Instant,
 }
 
@@ -42,6 +43,7 @@ impl ProcsCtl {
             auto,
             busy_ns: Vec::new(),
             recent_ns: Vec::new(),
+            cpu_node: topo.cpu_node.clone(),
             at: Instant::now(),
         })
     }
@@ -119,6 +121,25 @@ impl ProcsCtl {
         Some(old)
     }
 
+    /// Grow toward the memory: `homeless[n]` CPUs run tasks whose memory is on node `n`, which
+    /// has no proc (sysmon's count). Adds that many of node n's CPUs (the node with the most),
+    /// in compact order, so the tasks can go home; the procs they leave idle go at the next
+    /// shrink (drop_idlest). Some(old size) if the set grew.
+    pub fn home_grow(&mut self, homeless: &[u32]) -> Option<usize> {
+        let auto = self.auto.as_mut()?;
+        let (node, &want) = homeless.iter().enumerate().max_by_key(|&(_, w)| *w)?;
+        let on_node = |c: &usize| self.cpu_node.get(*c) == Some(&(node as u32));
+        let old = self.active;
+        let mut rest = self.order[old..].to_vec();
+        // Stable: the node's CPUs first, each group in compact order.
+        rest.sort_by_key(|c| !on_node(c));
+        let step = (want as usize).min(rest.iter().take_while(|c| on_node(c)).count());
+        auto.grow_by(step)?;
+        self.order[old..].copy_from_slice(&rest);
+        self.active = auto.current();
+        Some(old)
+    }
+
     /// Before the set shrinks from `old` to `new` procs, move the least busy of the last
     /// interval to the positions that leave. The busy ones run what is left (a cpuset's
     /// job, tasks near their memory): dropping the last added instead took CPUs from a
@@ -179,8 +200,37 @@ mod tests {
             auto: Some(AutoProcs::new(4, 1, 4)),
             busy_ns: Vec::new(),
             recent_ns,
+            cpu_node: vec![0, 0, 1, 1],
             at: Instant::now(),
         }
+    }
+
+    #[test]
+    fn home_grow_adds_the_memory_nodes_cpus() {
+        let mut p = four_active(vec![0; 4]);
+        p.drop_idlest(2, 4);
+        p.active = 2;
+        p.auto = Some(AutoProcs::new(2, 1, 4));
+        // Nothing away from its memory: no change.
+        assert_eq!(p.home_grow(&[0, 0]), None);
+        // One task of node 1 runs on node 0: one CPU of node 1 joins, in compact order.
+        assert_eq!(p.home_grow(&[0, 1]), Some(2));
+        assert_eq!(p.active_cpus(), vec![0, 1, 2]);
+        // More than node 1 has left: only its CPUs join.
+        assert_eq!(p.home_grow(&[0, 5]), Some(3));
+        assert_eq!(p.active_cpus(), vec![0, 1, 2, 3]);
+        assert_eq!(p.home_grow(&[0, 5]), None);
+    }
+
+    #[test]
+    fn home_grow_respects_max_and_fixed_sets() {
+        let mut p = four_active(vec![0; 4]);
+        p.active = 1;
+        p.auto = Some(AutoProcs::new(1, 1, 2));
+        assert_eq!(p.home_grow(&[0, 2]), Some(1));
+        assert_eq!(p.active_cpus(), vec![0, 2]);
+        p.auto = None;
+        assert_eq!(p.home_grow(&[0, 2]), None);
     }
 
     #[test]

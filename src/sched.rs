@@ -83,7 +83,23 @@ impl<'a> Scheduler<'a> {
             .map(|c| sample.cpu(c).busy_ns)
             .collect();
         match self.procs.busy_since_last(busy_now) {
-            Some(busy) => self.observe_procs(busy, ""),
+            Some(busy) => {
+                self.observe_procs(busy, "")?;
+                self.grow_home()
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Auto mode, once a second: grow the set where the memory of tasks running away from
+    /// it is, when that node has no proc (sysmon counts them).
+    fn grow_home(&mut self) -> Result<()> {
+        let homeless = self.gauges().homeless_running;
+        match self.procs.home_grow(&homeless) {
+            Some(old) => self.publish_procs(
+                old,
+                format!("tasks away from their memory node: {homeless:?} per node"),
+            ),
             None => Ok(()),
         }
     }
@@ -104,13 +120,19 @@ impl<'a> Scheduler<'a> {
     /// Feed one observation to the auto policy and publish the new set if it changes.
     fn observe_procs(&mut self, busy: f64, why: &str) -> Result<()> {
         let waiting = self.procs.waiting(&self.gauges());
-        let Some(old) = self.procs.observe(busy, waiting) else {
-            return Ok(());
-        };
-        info!(
-            "procs {old} -> {} (busy {busy:.2} CPUs, {waiting:.0} waiting{why})",
-            self.procs.active()
-        );
+        match self.procs.observe(busy, waiting) {
+            Some(old) => self.publish_procs(
+                old,
+                format!("busy {busy:.2} CPUs, {waiting:.0} waiting{why}"),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// The set changed from `old` procs: log why, publish it, and start sysmon's saturation
+    /// count over.
+    fn publish_procs(&mut self, old: usize, why: String) -> Result<()> {
+        info!("procs {old} -> {} ({why})", self.procs.active());
         write_procs(&mut self.skel, &self.topo, &self.procs.active_cpus())?;
         counters::reset_saturation(&mut self.skel);
         Ok(())

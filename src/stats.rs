@@ -288,6 +288,9 @@ pub struct Gauges {
     pub local_queued: Vec<u32>,
     /// shared_dsq length per node.
     pub shared_queued: Vec<u32>,
+    /// Per node: CPUs elsewhere running a task whose memory is there, while the node has no
+    /// proc (sysmon's last pass).
+    pub homeless_running: Vec<u32>,
     /// How many times the scheduler was reloaded (CPU hotplug).
     pub restarts: u64,
     /// Live per-task and per-cgroup states on the BPF side (they follow the task and
@@ -891,6 +894,7 @@ mod tests {
             idle_procs: 1,
             local_queued: vec![3, 0],
             shared_queued: vec![2],
+            homeless_running: Vec::new(),
             restarts: 0,
             task_ctxs: 0,
             cgrp_ctxs: 0,

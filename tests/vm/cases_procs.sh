@@ -150,6 +150,46 @@ PY
 
 # Locality: hogs started on node 1 stay there once free to run anywhere; an overloaded node
 # sheds work to an idle one.
+# samples_on ROUNDS "CPUS" PID...: every 0.2 s for ROUNDS rounds, the CPU each task last ran
+# on; prints how many samples were taken and how many of them were on one of CPUS.
+samples_on() {
+  local rounds=$1 cpus=$2 i p c samples=0 on=0; shift 2
+  for ((i = 0; i < rounds; i++)); do
+    for p in "$@"; do
+      c=$(last_cpu "$p"); [ -n "$c" ] || continue
+      samples=$((samples + 1))
+      [[ " $cpus " == *" $c "* ]] && on=$((on + 1))
+    done
+    sleep 0.2
+  done
+  echo "$samples $on"
+}
+
+# The procs grow where the memory is: two hogs bound to node 1's memory (numactl --membind=1)
+# start while --procs auto holds node 0's first LLC. Busy and with nothing waiting, the set
+# had no reason to grow, and the hogs ran on node 0 for good, away from their memory. sysmon
+# counts them (homeless_running); the set must grow on node 1 and the hogs run there.
+t_numa_home_grow() {
+  local n1 pids=() i samples=0 home=0 share sets
+  [ "$(node_count)" -ge 2 ] || { skip numa_home_grow "one NUMA node"; return; }
+  n1=$(node_cpus 1)
+  start_sched homegrow --stats 1 --json || { fail numa_home_grow "did not load"; return; }
+  for i in 1 2; do numactl --membind=1 sh -c 'while :; do :; done' & pids+=($!); done
+  sleep 6
+  local mark; mark=$(wc -l < "$LOGS/homegrow.out")
+  read -r samples home < <(samples_on 25 "$n1" "${pids[@]}")
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  stop_sched INT
+  tail -n +$((mark + 1)) "$LOGS/homegrow.out" > "$LOGS/homegrow.window"
+  sets=$(json_series "$LOGS/homegrow.window" procs_cpus | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')
+  share=$(awk -v h="$home" -v s="$samples" 'BEGIN { printf "%.1f", s ? 100 * h / s : 0 }')
+  if [ "$SCHED_RC" -ne 0 ]; then fail numa_home_grow "scheduler exit $SCHED_RC"
+  elif awk -v s="$share" 'BEGIN { exit !(s < 90) }'; then
+    fail numa_home_grow "$samples samples of 2 hogs bound to node 1's memory: $share% on node 1 (want >= 90%); procs $sets"
+  else pass numa_home_grow "$samples samples of 2 hogs bound to node 1's memory, started on node 0's procs: $share% on node 1; procs then $sets"
+  fi
+}
+
 t_numa_locality() {
   local nn n1 cg=/sys/fs/cgroup/gmp-numa pids=() i p c samples=0 home=0 share s1 s2 busy b0 hogs=()
   nn=$(node_count)
@@ -165,14 +205,7 @@ t_numa_locality() {
   sleep 2
   echo "0-$((NCPU - 1))" > "$cg/cpuset.cpus"
   local mark; mark=$(wc -l < "$LOGS/numa.out")
-  for ((i = 0; i < 50; i++)); do
-    for p in "${pids[@]}"; do
-      c=$(last_cpu "$p"); [ -n "$c" ] || continue
-      samples=$((samples + 1))
-      [[ " $n1 " == *" $c "* ]] && home=$((home + 1))
-    done
-    sleep 0.2
-  done
+  read -r samples home < <(samples_on 50 "$n1" "${pids[@]}")
   kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
   tail -n +$((mark + 1)) "$LOGS/numa.out" > "$LOGS/numa.free"
   local sl sr pl pr
