@@ -39,7 +39,11 @@ dpkg-query -W -f='${Status}' bpftool 2>/dev/null | grep -q 'install ok installed
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bpftool
 # shellcheck disable=SC1091
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
-if [ -z "$GMP" ]; then nice -n 19 cargo build --release; GMP=$REPO/target/release/scx_gmp; fi
+LABEL="scx_gmp $GMP"
+if [ -z "$GMP" ]; then
+  nice -n 19 cargo build --release; GMP=$REPO/target/release/scx_gmp
+  LABEL="scx_gmp at $(git rev-parse --short HEAD 2>/dev/null || echo 'an unknown commit')"
+fi
 [ -x "$GMP" ] || { echo "scale.sh: no scx_gmp at $GMP" >&2; exit 2; }
 
 stamp=$(date -u +%Y-%m-%dT%H%MZ)
@@ -66,7 +70,7 @@ done
 exec 9>&-
 
 accel=$(grep -q -E '^(kvm_intel|kvm_amd) ' /proc/modules && echo KVM || echo 'qemu software emulation')
-python3 tests/bench/scale_report.py "$OUT/raw.csv" "scx_gmp $GMP, kernel $KVER, $accel, $DUR s of hogs, $stamp" \
+python3 tests/bench/scale_report.py "$OUT/raw.csv" "$LABEL, kernel $KVER, $accel, $DUR s of hogs, $stamp" \
   > "$OUT/scale.md"
 cat "$OUT/scale.md"
 if [ "$DOCS" = 1 ]; then
