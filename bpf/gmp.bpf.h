@@ -175,10 +175,12 @@ u8 shared_stale[MAX_NODES];       /* the shared_dsq head had waited FAIR_TICK_MA
 u32 shared_queued[MAX_NODES];     /* shared_dsq lengths at the last sysmon pass */
 u32 busy_procs[MAX_NODES];        /* procs running a task, per node, at the last sysmon pass */
 /*
- * Per node: CPUs running a task whose memory node it is, elsewhere, while it has no proc, at
- * the last pass. --procs auto grows the set there: the procs grow where the memory is.
+ * Per node: CPUs running a task whose memory node it is, elsewhere, while none of its procs
+ * is idle (it has none, or all run tasks), at the last pass. --procs auto grows the set there:
+ * the procs grow where the memory is. away_running is the count the pass is making.
  */
 u32 homeless_running[MAX_NODES];
+u32 away_running[MAX_NODES];
 u64 saturated_at;                 /* since when every proc has run a task with work waiting; 0: not */
 u64 saturated_ns;                 /* how long that has lasted, as of the last sysmon pass */
 u64 node_kick_at[MAX_NODES];      /* when wakep last kicked a CPU of the node; 0: none pending */

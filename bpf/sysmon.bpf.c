@@ -170,7 +170,7 @@ static __always_inline void scan_shared(struct sysmon_pass *sp)
 		sp->budget[node_idx(n)] = q;
 		shared_queued[node_idx(n)] = q;
 		busy_procs[node_idx(n)] = 0;
-		homeless_running[node_idx(n)] = 0;
+		away_running[node_idx(n)] = 0;
 		if (q)
 			sp->waiting_any = true;
 		if (q || shared_stale[node_idx(n)])
@@ -190,13 +190,31 @@ static __always_inline void sysmon_kick(u32 cpu, struct cpu_ctx *cctx)
 	stat_add(ST_KICK_PREEMPT, 1);
 }
 
-/* A task runs on @node away from its memory node, and that node has no proc: count it there. */
-static __always_inline void note_homeless(struct cpu_ctx *cctx, u32 node)
+/* A task runs on @node away from its memory node: count it there. */
+static __always_inline void note_away(struct cpu_ctx *cctx, u32 node)
 {
 	s32 m = cctx->running_mem_node;
 
-	if (m >= 0 && m < nr_nodes && m != node && !node_procs[node_idx(m)])
-		homeless_running[node_idx(m)]++;
+	if (m >= 0 && m < nr_nodes && m != node)
+		away_running[node_idx(m)]++;
+}
+
+/*
+ * Publish the tasks away from their memory node for the nodes whose procs are all busy (or
+ * that have none): a node with an idle proc takes its tasks home by itself (send_home).
+ * After the CPU walk, so that busy_procs is complete.
+ */
+static __always_inline void publish_homeless(void)
+{
+	u32 n, v;
+
+	bpf_for(n, 0, nr_nodes) {
+		if (n >= MAX_NODES)
+			break;
+		v = busy_procs[n] >= node_procs[n] ? away_running[n] : 0;
+		if (homeless_running[n] != v)
+			homeless_running[n] = v;
+	}
 }
 
 /* Fold @cctx's counters into the pass's sums (reads only: the line stays its CPU's). */
@@ -239,7 +257,7 @@ static __always_inline bool check_cpu(struct sysmon_pass *sp, u32 cpu)
 	if (since && is_proc(cpu))
 		busy_procs[node]++;
 	if (since)
-		note_homeless(cctx, node);
+		note_away(cctx, node);
 	/* Non-procs never serve the shared queues, so only their own queue waits on them. */
 	waits = nq > 0 || (is_proc(cpu) && node < nr_nodes && sp->budget[node] > 0);
 	if (nq > 0)
@@ -331,6 +349,7 @@ static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 	}
 	stat_add(ST_SYSMON_VISITS, visited);
 	publish_sums(&sp);
+	publish_homeless();
 	note_saturation(sp.now, sp.waiting_any);
 	rescue_shared(&sp);
 	bpf_timer_start(timer, sysmon_period_ns(), 0);

@@ -121,8 +121,8 @@ impl ProcsCtl {
         Some(old)
     }
 
-    /// Grow toward the memory: `homeless[n]` CPUs run tasks whose memory is on node `n`, which
-    /// has no proc (sysmon's count). Adds that many of node n's CPUs (the node with the most),
+    /// Grow toward the memory: `homeless[n]` CPUs run tasks whose memory is on node `n`, none
+    /// of whose procs is idle (sysmon's count). Adds that many of node n's CPUs (the node with the most),
     /// in compact order, so the tasks can go home; the procs they leave idle go at the next
     /// shrink (drop_idlest). Some(old size) if the set grew.
     pub fn home_grow(&mut self, homeless: &[u32]) -> Option<usize> {

@@ -92,7 +92,7 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Auto mode, once a second: grow the set where the memory of tasks running away from
-    /// it is, when that node has no proc (sysmon counts them).
+    /// it is, when that node has no idle proc (sysmon counts them).
     fn grow_home(&mut self) -> Result<()> {
         let homeless = self.gauges().homeless_running;
         match self.procs.home_grow(&homeless) {

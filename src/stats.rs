@@ -288,8 +288,8 @@ pub struct Gauges {
     pub local_queued: Vec<u32>,
     /// shared_dsq length per node.
     pub shared_queued: Vec<u32>,
-    /// Per node: CPUs elsewhere running a task whose memory is there, while the node has no
-    /// proc (sysmon's last pass).
+    /// Per node: CPUs elsewhere running a task whose memory is there, while none of the
+    /// node's procs is idle (sysmon's last pass).
     pub homeless_running: Vec<u32>,
     /// How many times the scheduler was reloaded (CPU hotplug).
     pub restarts: u64,

@@ -166,16 +166,18 @@ samples_on() {
 }
 
 # The procs grow where the memory is: two hogs bound to node 1's memory (numactl --membind=1)
-# start while --procs auto holds node 0's first LLC. Busy and with nothing waiting, the set
-# had no reason to grow, and the hogs ran on node 0 for good, away from their memory. sysmon
-# counts them (homeless_running); the set must grow on node 1 and the hogs run there.
+# start once --procs auto has shrunk the idle set to node 0's first CPU. Busy and with nothing
+# waiting, the set had no reason to grow on node 1, and the hogs ran on node 0 for good, away
+# from their memory (or one of them, once the other had gone home to node 1's first proc).
+# sysmon counts them (homeless_running); the set must grow on node 1 and both run there.
 t_numa_home_grow() {
   local n1 pids=() i samples=0 home=0 share sets
   [ "$(node_count)" -ge 2 ] || { skip numa_home_grow "one NUMA node"; return; }
   n1=$(node_cpus 1)
   start_sched homegrow --stats 1 --json || { fail numa_home_grow "did not load"; return; }
+  sleep 4
   for i in 1 2; do numactl --membind=1 sh -c 'while :; do :; done' & pids+=($!); done
-  sleep 6
+  sleep 8
   local mark; mark=$(wc -l < "$LOGS/homegrow.out")
   read -r samples home < <(samples_on 25 "$n1" "${pids[@]}")
   kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
