@@ -94,7 +94,7 @@ impl ProcsCtl {
             .collect();
         let ran: f64 = self.order[..self.active]
             .iter()
-            .map(|&c| self.busy_ns[c].saturating_sub(prev[c]) as f64)
+            .map(|&c| self.recent_ns[c] as f64)
             .sum();
         Some(ran / (secs * 1e9))
     }
@@ -122,9 +122,9 @@ impl ProcsCtl {
     }
 
     /// Grow toward the memory: `homeless[n]` CPUs run tasks whose memory is on node `n`, none
-    /// of whose procs is idle (sysmon's count). Adds that many of node n's CPUs (the node with the most),
-    /// in compact order, so the tasks can go home; the procs they leave idle go at the next
-    /// shrink (drop_idlest). Some(old size) if the set grew.
+    /// of whose procs is idle (sysmon's count). Adds that many of node n's CPUs (the node with
+    /// the most), in compact order, so the tasks can go home; the procs they leave idle go at
+    /// the next shrink (drop_idlest). Some(old size) if the set grew.
     pub fn home_grow(&mut self, homeless: &[u32]) -> Option<usize> {
         let auto = self.auto.as_mut()?;
         let (node, &want) = homeless.iter().enumerate().max_by_key(|&(_, w)| *w)?;
