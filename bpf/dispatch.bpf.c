@@ -5,8 +5,9 @@
  * previous task keeps the CPU.
  *
  * Why no task waits forever: the fair tick serves the shared queue first every fair_tick-th
- * dispatch and while its head is stale, so a busy local queue cannot shut it out; shared_pick falls back to FIFO once the
- * head has waited SHARED_PICK_WAIT_SLICES slices; sysmon preempts runners when work waits.
+ * dispatch and while its head is stale, so a busy local queue cannot shut it out;
+ * shared_pick falls back to FIFO once the head has waited SHARED_PICK_WAIT_SLICES slices;
+ * sysmon preempts runners when work waits.
  */
 
 /*

@@ -240,13 +240,12 @@ struct sysmon_timer {
 };
 
 /*
- * One per CPU, armed and run on that CPU alone (BPF_F_TIMER_CPU_PIN): a turn's exact
- * deadline, when it falls before the tick would end the turn (see exact_deadline).
+ * One per CPU (the key), armed and run on that CPU alone (BPF_F_TIMER_CPU_PIN): a turn's
+ * exact deadline, when it falls before the tick would end the turn (see exact_deadline).
  */
 struct turn_timer {
 	struct bpf_timer timer;
 	u64 since;          /* running_since of the turn it was armed for */
-	u32 cpu;
 };
 
 struct {

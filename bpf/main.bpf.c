@@ -130,7 +130,6 @@ static s32 init_turn_timers(void)
 			scx_bpf_error("turn timer %u lookup failed", i);
 			return -ENOENT;
 		}
-		tt->cpu = i;
 		bpf_timer_init(&tt->timer, &turn_timers, CLOCK_MONOTONIC);
 		bpf_timer_set_callback(&tt->timer, turn_timer_fn);
 	}

@@ -318,7 +318,7 @@ static int turn_timer_fn(void *map, int *key, struct turn_timer *tt)
 
 	stat_add(ST_TURN_TIMER, 1);
 	/* A timer pinned to a CPU that went offline runs elsewhere: not that CPU's turn. */
-	if (!cctx || cpu != tt->cpu || !cctx->running_since || cctx->running_since != tt->since)
+	if (!cctx || cpu != *key || !cctx->running_since || cctx->running_since != tt->since)
 		return 0;
 	waits = scx_bpf_dsq_nr_queued(cpu) > 0 ||
 		(is_proc(cpu) && scx_bpf_dsq_nr_queued(shared_dsq(node_of(cpu))) > 0);
