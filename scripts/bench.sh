@@ -9,6 +9,7 @@
 #   scripts/bench.sh [--rounds N] [--duration S] [--layout NAME | --cpus N --nodes M]
 #                    [--kernel VER] [--sched NAME=/path/to/scheduler] [--gmp-flags "FLAGS"]
 #                    [--hpet] [--no-peers | --peers "scx_bpfland scx_lavd"] [--no-readme]
+#                    [--workloads "hackbench pipe"]
 #   scripts/bench.sh --scale [scripts/scale.sh's arguments]
 #
 # --layout takes a shape of scripts/vm.sh (2n, smt, llc, one, wide, offline); the default is
@@ -16,18 +17,21 @@
 # Under emulation the guest keeps the TSC clocksource (vm.sh --tsc); --hpet leaves it on the
 # HPET the guest kernel falls back to, where every clock read is an emulated MMIO access.
 # A peer that does not build or load is left out with one line in the report, not an error.
+# --workloads runs a subset of tests/bench/guest.sh's workloads (for a quick look at one
+# shape; the README's table wants them all, so a subset implies --no-readme).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 
 ROUNDS=3; DUR=15; CPUS=4; NODES=2; KVER=${GMP_KERNEL:-6.18.15+deb13-amd64}
-EXTRA=(); GMP_FLAGS=""; README=1; CLOCK=(--tsc); LAYOUT=""
+EXTRA=(); GMP_FLAGS=""; README=1; CLOCK=(--tsc); LAYOUT=""; WORKLOADS=""
 [ "${1:-}" = --scale ] && { shift; exec "$(pwd)/scripts/scale.sh" "$@"; }
 # The peers and their pinned versions: the newest on crates.io that build with this Rust and
 # clang-19. Each runs as a plain binary with its default flags, as its users start it.
 declare -A PEER_VERSION=([scx_bpfland]=1.1.4 [scx_p2dq]=1.1.4 [scx_lavd]=1.1.4 [scx_cosmos]=1.1.7)
 PEERS=(scx_bpfland scx_p2dq scx_lavd scx_cosmos)
 PEER_CACHE=/opt/scx_gmp/peers
+ALL_WORKLOADS=$(sed -n 's/^WORKLOADS=(\(.*\))$/\1/p' tests/bench/guest.sh)
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -42,7 +46,8 @@ while [ $# -gt 0 ]; do
     --no-readme) README=0; shift ;;
     --no-peers) PEERS=(); shift ;;
     --peers) read -ra PEERS <<< "$2"; shift 2 ;;
-    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
+    --workloads) WORKLOADS=$2; README=0; shift 2 ;;
+    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -54,6 +59,10 @@ for s in "${EXTRA[@]}"; do
   [[ $s == *=* ]] && [ -x "$bin" ] || { echo "bench.sh: --sched wants NAME=/path/to/executable, got '$s'" >&2; exit 2; }
 done
 
+for w in $WORKLOADS; do
+  case " $ALL_WORKLOADS " in *" $w "*) ;;
+    *) echo "bench.sh: unknown workload '$w' (known: $ALL_WORKLOADS)" >&2; exit 2 ;; esac
+done
 for p in "${PEERS[@]}"; do
   [ -n "${PEER_VERSION[$p]:-}" ] || { echo "bench.sh: unknown peer '$p' (known: ${!PEER_VERSION[*]})" >&2; exit 2; }
 done
@@ -134,7 +143,7 @@ trap 'kill "$SAMPLER" 2>/dev/null || true' EXIT
 run_guest() {
   rm -f "$OUT/bench.log"
   BENCH_DUR=$DUR timeout 7200 scripts/vm.sh "${CLOCK[@]}" --kernel "$KVER" "${SHAPE[@]}" \
-    --memory 3072 --results "$OUT" -- env BENCH_DUR="$DUR" "$REPO/tests/bench/guest.sh" "$OUT" "$ROUNDS" \
+    --memory 3072 --results "$OUT" -- env BENCH_DUR="$DUR" BENCH_WORKLOADS="$WORKLOADS" "$REPO/tests/bench/guest.sh" "$OUT" "$ROUNDS" \
     "${SCHEDS[@]}" &
   local vm=$! waited=0
   while kill -0 "$vm" 2>/dev/null; do

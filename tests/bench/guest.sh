@@ -251,6 +251,8 @@ w_overhead() {
 }
 
 WORKLOADS=(cyclictest hackbench pipe stress frames fair numa overhead)
+# bench.sh --workloads: a subset, checked against the list above on the host.
+[ -n "${BENCH_WORKLOADS:-}" ] && read -ra WORKLOADS <<< "$BENCH_WORKLOADS"
 
 # Warm-up, not measured: the guest reads binaries over 9p, and the first stress-ng of a boot
 # faulted in ~800 pages of its text from there, its workers blocked on those reads (traced:
