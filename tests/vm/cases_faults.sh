@@ -36,13 +36,11 @@ t_f1_overload() {
 # scheduler, so the timing comes from the kernel's own timestamps, not from this script.
 t_f2_watchdog() {
   dmesg_mark
-  local rc en dis ms seq0
+  local rc ms seq0
   seq0=$(enable_seq)
   timeout -s KILL 120 "$SCX" --test-stall > "$LOGS/f2.out" 2> "$LOGS/f2.err"; rc=$?
   wait_state disabled 10
-  en=$(dmesg_new | grep -m1 'sched_ext: BPF scheduler "scx_gmp.*" enabled' | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
-  dis=$(dmesg_new | grep -m1 'disabled (runnable task stall)' | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
-  ms=$(awk -v a="$en" -v b="$dis" 'BEGIN { if (a == "" || b == "") print -1; else printf "%d", (b - a) * 1000 }')
+  ms=$(kmsg_ms 'sched_ext: BPF scheduler "scx_gmp.*" enabled' 'disabled (runnable task stall)')
   local limit=$(( ${SCX_TIMEOUT_MS:-5000} * 3 / 2 ))
   if [ "$(enable_seq)" -le "$seq0" ]; then fail f2_watchdog "never enabled: $(tail -2 "$LOGS/f2.err")"
   elif [ "$rc" -eq 0 ] || [ "$rc" -eq 137 ]; then fail f2_watchdog "loader exit $rc after a stall (want an error exit)"

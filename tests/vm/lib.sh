@@ -79,6 +79,15 @@ PY
 DMESG_MARK=0
 dmesg_mark() { DMESG_MARK=$(dmesg | wc -l); }
 dmesg_new() { dmesg | tail -n +$((DMESG_MARK + 1)); }
+# kmsg_ms PATTERN_A PATTERN_B: milliseconds between the first kernel-log lines since the mark
+# matching each (the kernel's own clock, so the shell's scheduling delays do not count); -1 if
+# either is missing.
+kmsg_ms() {
+  local a b
+  a=$(dmesg_new | grep -m1 -e "$1" | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
+  b=$(dmesg_new | grep -m1 -e "$2" | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
+  awk -v a="$a" -v b="$b" 'BEGIN { if (a == "" || b == "") print -1; else printf "%d", (b - a) * 1000 }'
+}
 # Print the kernel's complaints (oops, warnings, stalls, error exits) since the mark.
 kernel_faults() {
   dmesg_new | grep -E 'BUG:|WARNING:|Oops|stall|runnable task stall|disabled \((runtime error|scx_bpf_error|watchdog)' || true
