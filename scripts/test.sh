@@ -214,5 +214,10 @@ for s in "${SUMMARY[@]}"; do echo "$s"; done
 echo
 printf '%-28s %6s %6s %6s %7s  %s\n' kernel/layout tried passed failed skipped cases
 for s in "${KSUMMARY[@]}"; do echo "$s"; done
+# The failures again, last: a CI log cut to its head and tail still shows why each failed.
+if [ "$FAILED" -gt 0 ]; then
+  echo; echo "== failures"
+  for s in "${SUMMARY[@]}"; do [[ $s == FAIL* ]] && echo "$s"; done
+fi
 if [ "$SKIPPED" -gt 0 ]; then echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"; else echo "$PASSED passed, $FAILED failed"; fi
 [ "$FAILED" -eq 0 ]
