@@ -83,9 +83,10 @@ dmesg_new() { dmesg | tail -n +$((DMESG_MARK + 1)); }
 # matching each (the kernel's own clock, so the shell's scheduling delays do not count); -1 if
 # either is missing.
 kmsg_ms() {
-  local a b
-  a=$(dmesg_new | grep -m1 -e "$1" | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
-  b=$(dmesg_new | grep -m1 -e "$2" | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
+  local log a b
+  log=$(dmesg_new)
+  a=$(grep -m1 -e "$1" <<< "$log" | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
+  b=$(grep -m1 -e "$2" <<< "$log" | sed 's/^\[ *\([0-9.]*\)\].*/\1/')
   awk -v a="$a" -v b="$b" 'BEGIN { if (a == "" || b == "") print -1; else printf "%d", (b - a) * 1000 }'
 }
 # Print the kernel's complaints (oops, warnings, stalls, error exits) since the mark.
