@@ -18,7 +18,8 @@
 # HPET the guest kernel falls back to, where every clock read is an emulated MMIO access.
 # A peer that does not build or load is left out with one line in the report, not an error.
 # --workloads runs a subset of tests/bench/guest.sh's workloads (for a quick look at one
-# shape; the README's table wants them all, so a subset implies --no-readme).
+# shape; the README's table wants them all, so a subset implies --no-readme). --workloads
+# trace adds what only runs by name: the misses' rows under a scheduler-event trace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -31,7 +32,7 @@ EXTRA=(); GMP_FLAGS=""; README=1; CLOCK=(--tsc); LAYOUT=""; WORKLOADS=""
 declare -A PEER_VERSION=([scx_bpfland]=1.1.4 [scx_p2dq]=1.1.4 [scx_lavd]=1.1.4 [scx_cosmos]=1.1.7)
 PEERS=(scx_bpfland scx_p2dq scx_lavd scx_cosmos)
 PEER_CACHE=/opt/scx_gmp/peers
-ALL_WORKLOADS=$(sed -n 's/^WORKLOADS=(\(.*\))$/\1/p' tests/bench/guest.sh)
+ALL_WORKLOADS=$(sed -n 's/^\(OPTIONAL_\)\{0,1\}WORKLOADS=(\(.*\))$/\2/p' tests/bench/guest.sh | xargs)
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;

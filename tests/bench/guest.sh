@@ -250,7 +250,55 @@ w_overhead() {
     while read -r k v; do emit overhead "$k" "$v"; done
 }
 
+# Where the time of the rows scx_gmp misses goes (docs/benchmarks.md): a short run of each
+# under a sched_switch/sched_waking/sched_migrate_task trace, summarised by trace_stats.py
+# (wakeup to running, wakeups run on another CPU, preemptions, idle CPU time while a task
+# waited). The trace slows every run; its figures are for comparing schedulers, not timings.
+TRACEFS=/sys/kernel/tracing
+trace_on() {
+  [ -d "$TRACEFS/events" ] || mount -t tracefs tracefs "$TRACEFS" 2>/dev/null
+  echo 0 > "$TRACEFS/tracing_on"; echo > "$TRACEFS/trace"
+  # 128 MiB in all, whatever the CPU count (the guest has 3 GiB).
+  echo $((131072 / N < 16384 ? 131072 / N : 16384)) > "$TRACEFS/buffer_size_kb"
+  local e
+  for e in sched_switch sched_waking sched_wakeup_new sched_migrate_task; do
+    echo 1 > "$TRACEFS/events/sched/$e/enable"
+  done
+  echo 1 > "$TRACEFS/tracing_on"
+}
+trace_off() { # WORKLOAD [COMM]: stops the trace and emits its summary
+  echo 0 > "$TRACEFS/tracing_on"
+  local lost; lost=$(awk '/^overrun:/ { s += $2 } END { print s + 0 }' "$TRACEFS"/per_cpu/cpu*/stats)
+  cat "$TRACEFS/trace" > "$OUT/trace.tmp"
+  echo 0 > "$TRACEFS/events/enable"; echo > "$TRACEFS/trace"
+  emit "$1" lost_events "$lost"
+  python3 "$(dirname "$0")/trace_stats.py" "$OUT/trace.tmp" ${2:+"$2"} |
+    while read -r k v; do emit "$1" "$k" "$v"; done
+  rm -f "$OUT/trace.tmp"
+}
+# Each traced run follows an untraced one of the same command: the parse before it leaves the
+# guest nearly idle for seconds, after which scx_gmp's --procs auto has shrunk its set, and a
+# traced burst from a shrunk set measured the set growing (docs/benchmarks.md).
+traced() { # WORKLOAD COMMAND...
+  local w=$1; shift
+  "$@" > /dev/null 2>&1
+  trace_on; "$@" > /dev/null 2>&1; trace_off "$w"
+}
+w_trace() {
+  traced trace_hackbench_thread_g4 hackbench -T -g 4 -l 25
+  traced trace_hackbench_proc_g8 hackbench -g 8 -l 12
+  traced trace_pipe perf bench sched pipe -l 5000
+  stress-ng --temp-path /tmp -q --cpu "$N" --fork "$N" -t 6 &
+  local bp=$!
+  "$OUT/frames" "$FRAME_ITERS" 60 5 > /dev/null 2>&1 &
+  local fp=$!
+  sleep 1; trace_on; sleep 3; trace_off trace_frames frames
+  wait "$fp" "$bp"
+}
+
 WORKLOADS=(cyclictest hackbench pipe stress frames fair numa overhead)
+# Run only when named (bench.sh --workloads trace): diagnostics, not rows of the README table.
+OPTIONAL_WORKLOADS=(trace)
 # bench.sh --workloads: a subset, checked against the list above on the host.
 [ -n "${BENCH_WORKLOADS:-}" ] && read -ra WORKLOADS <<< "$BENCH_WORKLOADS"
 

@@ -51,6 +51,8 @@ def metric(key):
         return HACKBENCH
     if w.startswith("frametime"):
         return FRAMES.get(m, ("lower", None))
+    if w.startswith("trace_"):  # guest.sh w_trace: diagnostics of where time went
+        return ("-", None)
     if w == "numa_balancing_off":  # EEVDF only, a reference for the numa row
         return (METRICS.get(("numa", m), ("-", None))[0], None)
     return METRICS.get(key, ("lower", None))
