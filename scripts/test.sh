@@ -101,6 +101,13 @@ if ! grep -q '^test result:' "$unit_log"; then u_fail=$((u_fail + 1)); fi
 PASSED=$((PASSED + u_pass)); FAILED=$((FAILED + u_fail))
 SUMMARY+=("unit: $u_pass passed, $u_fail failed")
 
+# The benchmark's trace summary (tests/bench/trace_stats.py) on hand-made traces.
+if out=$(python3 tests/bench/test_trace_stats.py 2>&1); then
+  record PASS bench_trace_stats "$(tail -n 3 <<< "$out" | head -n 1)"
+else
+  record FAIL bench_trace_stats "$(grep -m1 -E '^(FAIL|ERROR):' <<< "$out")"
+fi
+
 # On a host without sched_ext, the loader must refuse with one line naming the config option.
 if [ ! -e /sys/kernel/sched_ext ]; then
   out=$(target/release/scx_gmp 2>&1); rc=$?
