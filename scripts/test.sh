@@ -103,7 +103,7 @@ SUMMARY+=("unit: $u_pass passed, $u_fail failed")
 
 # The benchmark's trace summary (tests/bench/trace_stats.py) on hand-made traces.
 if out=$(python3 tests/bench/test_trace_stats.py 2>&1); then
-  record PASS bench_trace_stats "$(tail -n 3 <<< "$out" | head -n 1)"
+  record PASS bench_trace_stats "$(grep -m1 '^Ran ' <<< "$out")"
 else
   record FAIL bench_trace_stats "$(grep -m1 -E '^(FAIL|ERROR):' <<< "$out")"
 fi

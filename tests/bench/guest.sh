@@ -270,7 +270,7 @@ trace_off() { # WORKLOAD [COMM]: stops the trace and emits its summary
   echo 0 > "$TRACEFS/tracing_on"
   local lost; lost=$(awk '/^overrun:/ { s += $2 } END { print s + 0 }' "$TRACEFS"/per_cpu/cpu*/stats)
   cat "$TRACEFS/trace" > "$OUT/trace.tmp"
-  echo 0 > "$TRACEFS/events/enable"; echo > "$TRACEFS/trace"
+  echo 0 > "$TRACEFS/events/enable"
   emit "$1" lost_events "$lost"
   python3 "$(dirname "$0")/trace_stats.py" "$OUT/trace.tmp" ${2:+"$2"} |
     while read -r k v; do emit "$1" "$k" "$v"; done

@@ -24,7 +24,7 @@ LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+): (\w+): (.*)$")
 SWITCH = re.compile(
     r"prev_comm=(.*) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> "
     r"next_comm=(.*) next_pid=(\d+) next_prio=\d+")
-WAKING = re.compile(r"comm=(.*) pid=(\d+) prio=\d+")
+WAKING = re.compile(r"pid=(\d+) prio=\d+")
 
 
 def pct(xs, q):
@@ -38,10 +38,10 @@ class Trace:
     def __init__(self, comm):
         self.comm = comm
         self.running = {}    # cpu: pid on it (0 = idle); absent until its first switch
+        self.idle = 0        # CPUs of self.running that idle, kept by switch()
         self.on_cpu = {}     # pid: cpu, for the tasks running now
         self.woken = {}      # pid: (time, waker cpu), woken and not yet running
         self.waiting = set()  # woken or preempted, not running
-        self.names = {}      # pid: comm, from the events that name it
         self.last = None
         self.first = None
         self.lost_s = 0.0    # idle CPU time while work waited
@@ -55,23 +55,22 @@ class Trace:
     def advance(self, t):
         if self.last is not None and t > self.last:
             dt = t - self.last
-            idle = sum(1 for p in self.running.values() if p == 0)
-            self.idle_s += dt * idle
+            self.idle_s += dt * self.idle
             self.cpu_s += dt * len(self.running)
-            self.lost_s += dt * min(idle, len(self.waiting))
+            self.lost_s += dt * min(self.idle, len(self.waiting))
         if self.first is None:
             self.first = t
         self.last = t
 
-    def waking(self, t, cpu, pid, comm):
-        self.names[pid] = comm
+    def waking(self, t, cpu, pid):
         if pid in self.on_cpu or pid in self.woken:  # still running, or a second wakeup
             return
         self.woken[pid] = (t, cpu)
         self.waiting.add(pid)
 
     def switch(self, t, cpu, prev, state, prev_comm, nxt, next_comm):
-        self.names[prev], self.names[nxt] = prev_comm, next_comm
+        # The idle count changes only with what this CPU ran before (if known) and runs now.
+        self.idle += (nxt == 0) - (self.running.get(cpu) == 0)
         self.running[cpu] = nxt
         if prev:
             self.switches += 1
@@ -112,7 +111,7 @@ class Trace:
         elif event in ("sched_waking", "sched_wakeup_new"):
             w = WAKING.search(args)
             if w:
-                self.waking(t, cpu, int(w.group(2)), w.group(1))
+                self.waking(t, cpu, int(w.group(1)))
         elif event == "sched_migrate_task":
             self.migrations += 1
 
