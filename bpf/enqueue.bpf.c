@@ -17,13 +17,17 @@ static u32 jump_budget_us(void)
 }
 
 /*
- * Interactive: its last burst or its average burst was short. The average keeps a periodic
- * task interactive through the odd long burst (catching up after a delay, an interrupt storm);
- * the last burst lets a task that changed its ways count at once.
+ * Interactive: its last burst or its average burst was short, or it sleeps at least as long
+ * as it runs. The average keeps a periodic task interactive through the odd long burst
+ * (catching up after a delay, an interrupt storm); the last burst lets a task that changed its
+ * ways count at once. The run share admits a periodic task whose bursts are long (a frame
+ * loop, 4-16 ms a frame): it uses at most half a CPU, so it is owed time whenever it wakes on a
+ * CPU that has more than itself to run.
  */
 static bool interactive(struct task_ctx *tctx)
 {
-	return tctx->last_burst_ns < wakeup_preempt_ns || tctx->avg_burst_ns < wakeup_preempt_ns;
+	return tctx->last_burst_ns < wakeup_preempt_ns || tctx->avg_burst_ns < wakeup_preempt_ns ||
+	       tctx->run_share <= SLEEPER_RUN_SHARE;
 }
 
 /* Charge @us to this CPU's jump budget, saturating. */

@@ -102,6 +102,14 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 #define LAG_SLICES 2
 /* Debt carried between turns is clamped to [-1, DEBT_MAX_TURNS] weighted slices. Untuned. */
 #define DEBT_MAX_TURNS 4
+/*
+ * run_share is in parts of RUN_SHARE_ONE. A task that runs at most SLEEPER_RUN_SHARE of the
+ * time it is not waiting for a CPU (it sleeps at least as long as it runs) uses at most half
+ * a CPU, less than its share wherever a CPU's queue holds two tasks or more. Untuned: the
+ * natural split, and where a 60 Hz frame loop of 4-8 ms frames sits (docs/design.md).
+ */
+#define RUN_SHARE_ONE 1024
+#define SLEEPER_RUN_SHARE (RUN_SHARE_ONE / 2)
 /* cpu_ctx.jump_us is a u16. */
 #define JUMP_US_MAX 65535
 /* tctx->jumped: how a task came to be queued ahead of waiting tasks. */
@@ -143,6 +151,7 @@ struct task_ctx {
 	u64 burst_ns;       /* CPU time since the task last slept */
 	u64 last_burst_ns;  /* CPU time it used between its last two sleeps */
 	u64 avg_burst_ns;   /* moving average of its bursts, each capped (see end_burst) */
+	u64 slept_at;       /* when its last burst ended; 0: it has not slept */
 	u64 wslice;         /* slice from the task's weight and cgroup share, set at running */
 	s64 debt_ns;        /* CPU time run past (> 0) or short of (< 0) its slices while contended */
 	u64 turn_ns;        /* the slice of its current turn */
@@ -154,6 +163,7 @@ struct task_ctx {
 	s32 mem_node;       /* the node its memory policy binds or prefers; -1: none */
 	s32 last_cpu;
 	u32 away_runs;      /* consecutive runs away from home_node */
+	u32 run_share;      /* moving average of burst / (burst + sleep), see end_sleep */
 	u8 jumped;          /* queued ahead of waiting tasks (JUMP_WAKEE, JUMP_RESUMED); 0 at stopping */
 	u8 cg_counted;
 };

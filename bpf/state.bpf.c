@@ -50,6 +50,7 @@ static struct task_ctx *task_ctx_create(struct task_struct *p)
 		 */
 		.avg_burst_ns = wakeup_preempt_ns,
 		.last_burst_ns = wakeup_preempt_ns,
+		.run_share = RUN_SHARE_ONE,
 	};
 	u64 key = (u64)p;
 

@@ -7,15 +7,31 @@
  * shared queues; the wait and migration counters.
  */
 
+/*
+ * The task woke at @now: its sleep ended. One sleep and the burst before it enter the run
+ * share's average (1/8 each, like the bursts'), so one long sleep or one long burst does not
+ * decide alone; each sleep and burst is at least 1 ns, so the share is defined.
+ */
+static void end_sleep(struct task_ctx *tctx, u64 now)
+{
+	u64 b = tctx->last_burst_ns + 1, s = now - tctx->slept_at + 1;
+	u64 share = b * RUN_SHARE_ONE / (b + s);
+
+	tctx->run_share = tctx->run_share - tctx->run_share / 8 + share / 8;
+}
+
 void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
+	u64 now = now_ns();
 
 	if (!tctx)
 		tctx = task_ctx_create(p);	/* init_task could not allocate it */
 	if (!tctx)
 		return;
-	tctx->ready_at = now_ns();
+	tctx->ready_at = now;
+	if ((enq_flags & SCX_ENQ_WAKEUP) && tctx->slept_at && now > tctx->slept_at)
+		end_sleep(tctx, now);
 	if (numa_on && nr_nodes > 1)
 		tctx->mem_node = mem_node_of(p);
 	/* A sleeper (or a new task) comes back at most one slice behind the busiest. */
@@ -247,13 +263,14 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 }
 
 /*
- * The task slept: its burst ended. Each burst enters the average capped at twice the
+ * The task slept at @now: its burst ended. Each burst enters the average capped at twice the
  * interactivity threshold, so one long burst cannot undo a history of short ones alone.
  */
-static void end_burst(struct task_ctx *tctx)
+static void end_burst(struct task_ctx *tctx, u64 now)
 {
 	u64 b = tctx->burst_ns, cap = 2 * wakeup_preempt_ns;
 
+	tctx->slept_at = now;
 	tctx->last_burst_ns = b;
 	tctx->avg_burst_ns = tctx->avg_burst_ns - tctx->avg_burst_ns / 8 + (b < cap ? b : cap) / 8;
 	tctx->burst_ns = 0;
@@ -340,7 +357,7 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 	charge_since_start(cctx, tctx, now, runnable);
 	/* A task that sleeps ends its burst (remember how long it was) and owes nothing. */
 	if (tctx && !runnable)
-		end_burst(tctx);
+		end_burst(tctx, now);
 	cctx->running_since = 0;
 	cctx->running_pid = 0;
 	if (tctx)

@@ -58,7 +58,8 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(TURN_RANGE_US))]
     pub preempt_us: u64,
 
-    /// A task whose CPU bursts run shorter than this (microseconds) preempts on wakeup; 0: never.
+    /// A task whose CPU bursts run shorter than this (microseconds), or which sleeps at least
+    /// as long as it runs, preempts on wakeup; 0: never.
     #[arg(long, default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub wakeup_preempt_us: u64,

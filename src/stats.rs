@@ -107,7 +107,7 @@ counters! {
     gmp_stat_ST_STOLEN_OUT => stolen_out:
         "tasks other CPUs stole from this CPU's queue",
     gmp_stat_ST_PREEMPT_WAKEUP => preempt_wakeup:
-        "interactive wakeups (bursts under --wakeup-preempt-us) that preempted the running task",
+        "interactive wakeups (see --wakeup-preempt-us) that preempted the running task",
     gmp_stat_ST_PLACE_HOME => place_home:
         "wakeups placed on an idle CPU of the task's home node",
     gmp_stat_ST_PLACE_REMOTE => place_remote:
