@@ -21,8 +21,8 @@ static u32 jump_budget_us(void)
  * as it runs. The average keeps a periodic task interactive through the odd long burst
  * (catching up after a delay, an interrupt storm); the last burst lets a task that changed its
  * ways count at once. The run share admits a periodic task whose bursts are long (a frame
- * loop, 4-16 ms a frame): it uses at most half a CPU, so it is owed time whenever it wakes on a
- * CPU that has more than itself to run.
+ * loop): it uses at most half a CPU, so it is owed time whenever it wakes on a CPU that has
+ * more than itself to run.
  */
 static bool interactive(struct task_ctx *tctx)
 {

@@ -106,7 +106,7 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
  * run_share is in parts of RUN_SHARE_ONE. A task that runs at most SLEEPER_RUN_SHARE of the
  * time it is not waiting for a CPU (it sleeps at least as long as it runs) uses at most half
  * a CPU, less than its share wherever a CPU's queue holds two tasks or more. Untuned: the
- * natural split, and where a 60 Hz frame loop of 4-8 ms frames sits (docs/design.md).
+ * natural split, where a 60 Hz frame loop sits (docs/design.md, "Interactive").
  */
 #define RUN_SHARE_ONE 1024
 #define SLEEPER_RUN_SHARE (RUN_SHARE_ONE / 2)
