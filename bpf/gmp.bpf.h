@@ -103,6 +103,14 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 /* Debt carried between turns is clamped to [-1, DEBT_MAX_TURNS] weighted slices. Untuned. */
 #define DEBT_MAX_TURNS 4
 /*
+ * The most the turns of the tasks waiting for one CPU add up to (round_cap): a turn is cut to
+ * this over the tasks waiting for its CPU, never below SLICE_MIN_NS. A task in a CPU's queue
+ * waits about two rounds at most (a stale shared queue alternates with it), a fifth of the 5 s
+ * watchdog, at any --slice-us and weight. At the default 10 ms slice it takes 50 tasks waiting
+ * for one CPU to cut a nice-0 turn.
+ */
+#define ROUND_MAX_NS (500 * 1000 * 1000ULL)
+/*
  * run_share is in parts of RUN_SHARE_ONE. A task that runs at most SLEEPER_RUN_SHARE of the
  * time it is not waiting for a CPU (it sleeps at least as long as it runs) uses at most half
  * a CPU, less than its share wherever a CPU's queue holds two tasks or more. Untuned: the
@@ -155,6 +163,7 @@ struct task_ctx {
 	u64 wslice;         /* slice from the task's weight and cgroup share, set at running */
 	s64 debt_ns;        /* CPU time run past (> 0) or short of (< 0) its slices while contended */
 	u64 turn_ns;        /* the slice of its current turn */
+	u64 turn_goal;      /* what its current turn should run: wslice, less on a crowded CPU */
 	u64 turn_ran;       /* CPU time run in earlier parts of a turn split by wakeup preemption */
 	u64 resume_ns;      /* what a wakeup preemption left of its turn; 0: none */
 	u64 vtime;          /* weighted CPU time: ns run * slice_ns / wslice */

@@ -16,9 +16,9 @@
  * Turn bounds (us), shared with the loader, whose flags accept the same range. SLICE_MIN_US
  * is the floor of every weighted slice (untuned: a few context switches' worth), so a
  * shorter --slice-us would change nothing. TURN_MAX_US cuts every turn (weighted turns reach
- * 16 slices for nice -20, a paid-back one two): a round of a CPU's FIFO, where a task waits
- * one turn per task ahead plus the shared queue's every other turn, stays under the kernel's
- * 5 s watchdog for ten tasks pinned to one CPU at the longest turns. Untuned beyond that.
+ * 16 slices for nice -20, a paid-back one two), so that one turn stays a small part of the
+ * kernel's 5 s watchdog; the turns of a crowded CPU are cut further (ROUND_MAX_NS, gmp.bpf.h).
+ * Untuned beyond that.
  */
 #define SLICE_MIN_US 250
 #define TURN_MAX_US 250000

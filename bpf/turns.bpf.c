@@ -133,10 +133,33 @@ static __always_inline void note_jump_state(struct cpu_ctx *cctx, struct task_ct
 	cctx->running_interactive = tctx && interactive(tctx);
 }
 
-/* A task without state: its weighted slice, no debt. */
-static __always_inline void start_untracked(struct cpu_ctx *cctx, struct task_struct *p, u64 cgf)
+/*
+ * The longest turn @cpu may start now: ROUND_MAX_NS shared by the tasks waiting for it, those
+ * in its own queue and its part of the node's shared queue (as of sysmon's last pass). In a
+ * FIFO of k tasks behind turns of T the last waits k * T, so without the cap five waiting
+ * tasks at --slice-us 250000 waited half the watchdog. Every turn on a crowded CPU gets the
+ * same cap, so there weights give way to the wait bound.
+ */
+static __always_inline u64 round_cap(s32 cpu)
 {
-	u64 slice = weighted(slice_ns, p, cgf);
+	u32 n = node_idx(node_of(cpu)), procs = node_procs[n];
+	s32 q = scx_bpf_dsq_nr_queued(cpu);
+	u64 waiting = q > 0 ? q : 0, cap;
+
+	if (procs)
+		waiting += (shared_queued[n] + procs - 1) / procs;
+	cap = ROUND_MAX_NS / (waiting + 1);
+	return cap > SLICE_MIN_NS ? cap : SLICE_MIN_NS;
+}
+
+/* A task without state: its weighted slice within the round cap, no debt. */
+static __always_inline void start_untracked(struct cpu_ctx *cctx, struct task_struct *p, u64 cgf,
+					    s32 cpu)
+{
+	u64 slice = weighted(slice_ns, p, cgf), cap = round_cap(cpu);
+
+	if (slice > cap)
+		slice = cap;
 
 	cctx->run_limit_ns = sysmon_deadline(weighted(preempt_ns, p, cgf), slice, slice);
 	scx_bpf_task_set_slice(p, slice);
@@ -144,12 +167,12 @@ static __always_inline void start_untracked(struct cpu_ctx *cctx, struct task_st
 
 /*
  * This turn's slice: the rest of a turn a wakeup preempted (turn_ran keeps what it ran
- * before), or the weighted slice less what earlier turns overran (or plus what they fell
- * short), so that the time per turn averages wslice.
+ * before), or the turn's goal (the weighted slice, at most @cap) less what earlier turns
+ * overran (or plus what they fell short), so that the time per turn averages the goal.
  */
-static __always_inline u64 next_turn(struct task_ctx *tctx)
+static __always_inline u64 next_turn(struct task_ctx *tctx, u64 cap)
 {
-	u64 turn = tctx->wslice;
+	u64 turn;
 
 	if (tctx->resume_ns) {
 		turn = tctx->resume_ns;
@@ -157,13 +180,17 @@ static __always_inline u64 next_turn(struct task_ctx *tctx)
 		return turn;
 	}
 	tctx->turn_ran = 0;
+	tctx->turn_goal = tctx->wslice < cap ? tctx->wslice : cap;
+	turn = tctx->turn_goal;
 	if (tctx->debt_ns > 0)
 		turn = (u64)tctx->debt_ns + SLICE_MIN_NS >= turn ? SLICE_MIN_NS :
 								 turn - tctx->debt_ns;
 	else if (tctx->debt_ns < 0)
 		turn += (u64)-tctx->debt_ns;
-	/* Paying back a short turn never makes one longer than the cap (intf.h). */
-	return turn < TURN_MAX_NS ? turn : TURN_MAX_NS;
+	/* Paying back a short turn never makes one longer than the caps (intf.h, round_cap). */
+	if (cap > TURN_MAX_NS)
+		cap = TURN_MAX_NS;
+	return turn < cap ? turn : cap;
 }
 
 /*
@@ -176,7 +203,7 @@ static __always_inline void start_turn(struct cpu_ctx *cctx, struct task_struct 
 	u64 turn, limit;
 
 	tctx->wslice = weighted(slice_ns, p, cgf);
-	turn = next_turn(tctx);
+	turn = next_turn(tctx, round_cap(cpu));
 	tctx->turn_ns = turn;
 	if (!runnext || p->scx.slice > turn)
 		scx_bpf_task_set_slice(p, turn);
@@ -184,8 +211,8 @@ static __always_inline void start_turn(struct cpu_ctx *cctx, struct task_struct 
 	if (limit < SLICE_MIN_NS)
 		limit = SLICE_MIN_NS;
 	/* p->scx.slice is the slice in force: turn, or the shorter one a runnext task inherited. */
-	cctx->run_limit_ns = sysmon_deadline(limit, p->scx.slice, tctx->wslice);
-	if (exact_deadline(limit, p->scx.slice, tctx->wslice))
+	cctx->run_limit_ns = sysmon_deadline(limit, p->scx.slice, tctx->turn_goal);
+	if (exact_deadline(limit, p->scx.slice, tctx->turn_goal))
 		arm_turn_timer(cpu, cctx, limit);
 }
 
@@ -250,7 +277,7 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 		cgf = cg_factor(p);
 	note_jump_state(cctx, tctx);
 	if (!tctx) {
-		start_untracked(cctx, p, cgf);
+		start_untracked(cctx, p, cgf, cpu);
 		return;
 	}
 	start_turn(cctx, p, tctx, cgf, runnext, cpu);
@@ -277,11 +304,11 @@ static void end_burst(struct task_ctx *tctx, u64 now)
 	tctx->debt_ns = 0;
 }
 
-/* A contended turn ended: carry what it ran past (or short of) wslice, within bounds. */
+/* A contended turn ended: carry what it ran past (or short of) its goal, within bounds. */
 static void settle_debt(struct task_ctx *tctx, u64 ran)
 {
-	s64 d = tctx->debt_ns + (s64)ran - (s64)tctx->wslice;
-	s64 w = tctx->wslice;
+	s64 w = tctx->turn_goal ? tctx->turn_goal : tctx->wslice;
+	s64 d = tctx->debt_ns + (s64)ran - w;
 
 	if (d > DEBT_MAX_TURNS * w)
 		d = DEBT_MAX_TURNS * w;
@@ -338,7 +365,8 @@ static void renew_turn(struct cpu_ctx *cctx, struct task_struct *p, struct task_
 	cctx->jump_us = 0;
 	if (tctx && tctx->wslice) {
 		tctx->jumped = 0;
-		turn = next_turn(tctx);
+		/* Nothing waits for this CPU (keep_prev found nothing): no round to share. */
+		turn = next_turn(tctx, TURN_MAX_NS);
 		tctx->turn_ns = turn;
 	}
 	scx_bpf_task_set_slice(p, turn);

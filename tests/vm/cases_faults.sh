@@ -301,12 +301,36 @@ extreme() {
   fi
 }
 
+# A crowded CPU at the longest turns: CROWD hogs pinned to the last CPU at --slice-us 250000.
+# With turns of a fixed 250 ms the last of them would wait 11 turns, 2.75 s; the tasks waiting
+# for a CPU share a round of 500 ms (round_cap), so every wait must stay under 1.5 s and every
+# hog must run.
+crowded() {
+  local pids=() i c=$((NCPU - 1)) ticks=() low wait st n=12
+  start_sched x_crowded --stats 1 --json --slice-us 250000 --preempt-us 250000 ||
+    { echo "crowded: did not load: $(tail -1 "$LOGS/x_crowded.err")"; return; }
+  for ((i = 0; i < n; i++)); do taskset -c "$c" sh -c 'while :; do :; done' & pids+=($!); done
+  sleep 12
+  for i in "${pids[@]}"; do ticks+=("$(cputime "$i")"); done
+  st=$(state)
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  stop_sched INT
+  low=$(tr ' ' '\n' <<< "${ticks[*]}" | sort -n | head -1)
+  wait=$(json_max "$LOGS/x_crowded.out" starvation.longest_wait_us)
+  if [ "$st" != enabled ]; then echo "crowded: ejected ($(grep -m1 -i 'exit' "$LOGS/x_crowded.err"))"
+  elif [ "$SCHED_RC" -ne 0 ]; then echo "crowded: exit $SCHED_RC"
+  elif [ "${low:-0}" -lt 10 ]; then echo "crowded: a hog got $low ticks in 12 s (all: ${ticks[*]})"
+  elif [ "${wait:-0}" -ge 1500000 ]; then echo "crowded: a task waited $((wait / 1000)) ms"
+  else echo "ok crowded: $n hogs on CPU $c, ticks ${ticks[*]}, longest wait $((${wait:-0} / 1000)) ms;"
+  fi
+}
+
 t_flag_extremes() {
   local out="" r bad=""
   for r in "fair_tick_0 0 --fair-tick 0" "nice_-20_pairs -20" "slice_85ms 0 --slice-us 85000" \
-           "slice_max_nice_-20 -20 --slice-us 250000 --preempt-us 250000"; do
+           "slice_max_nice_-20 -20 --slice-us 250000 --preempt-us 250000" crowded; do
     # shellcheck disable=SC2086
-    r=$(extreme $r)
+    if [ "$r" = crowded ]; then r=$(crowded); else r=$(extreme $r); fi
     out+=" ${r#ok }"; [ "${r#ok }" = "$r" ] && bad+=" $r"
   done
   if [ -n "$bad" ]; then fail flag_extremes "$bad"
