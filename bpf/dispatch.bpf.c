@@ -16,9 +16,9 @@
  * its node takes another node's head instead when that task's weighted CPU time trails what
  * this proc would run next by more than LAG_SLICES slices: its own head, or, with nothing
  * queued here, @prev_vt (the task ending its turn, which keeps the CPU otherwise; U64_MAX if
- * there is none). The other node must be the more crowded one: its backlog is at least
- * numa_steal_min, or at least ours counting prev, so a move never leaves more waiting here
- * than there and two nodes cannot pull one task to and fro faster than the lag builds up
+ * there is none). The other node must be at least as crowded: its backlog is at least ours
+ * counting prev, so a move leaves at most one more waiting here than there, the backlogs
+ * stay level, and two nodes cannot pull one task to and fro faster than the lag builds up
  * again. Tasks with a memory node stay put (head_vtime).
  */
 __noinline int lag_steal(u32 node, u64 prev_vt)
@@ -37,7 +37,7 @@ __noinline int lag_steal(u32 node, u64 prev_vt)
 		if (n == node || n >= MAX_NODES)
 			continue;
 		q = scx_bpf_dsq_nr_queued(shared_dsq(n));
-		if (q <= 0 || (q < (s32)numa_steal_min && q < mine_q))
+		if (q <= 0 || q < mine_q)
 			continue;
 		theirs = head_vtime(shared_dsq(n));
 		if (theirs != (u64)-1 && theirs + LAG_SLICES * slice_ns < mine &&

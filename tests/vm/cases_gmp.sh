@@ -78,6 +78,29 @@ t_numa_fair() {
   fi
 }
 
+# Evenly loaded nodes keep their tasks: 2 hogs per CPU, half of them in a cgroup of 3 times the
+# weight, so queue heads' vtimes differ by node. The lag steal may only pull from a node at
+# least as crowded; when it also pulled from any node with 2 queued, tasks crossed nodes in
+# both directions, 12-28 lag steals a second with 4 CPUs and 95-133 with 8 (after: 0-7).
+t_numa_level() {
+  local secs lag xnode
+  [ "$(node_count)" -ge 2 ] || { skip numa_level "one NUMA node"; return; }
+  grep -q cpu /sys/fs/cgroup/cgroup.controllers || { skip numa_level "no cpu controller"; return; }
+  start_sched nlevel --stats 1 --json || { fail numa_level "did not load"; return; }
+  cgroup_ratio 10 > /dev/null
+  stop_sched INT
+  # Past the first 2 intervals: every task switching in at load is placed then.
+  tail -n +3 "$LOGS/nlevel.out" | grep '^{' > "$LOGS/nlevel.steady"
+  secs=$(wc -l < "$LOGS/nlevel.steady")
+  lag=$(json_sum "$LOGS/nlevel.steady" dispatch.lag)
+  xnode=$(json_sum "$LOGS/nlevel.steady" numa.migrations_node)
+  if [ "$SCHED_RC" -ne 0 ]; then fail numa_level "scheduler exit $SCHED_RC"
+  elif [ "$secs" -lt 5 ]; then fail numa_level "only $secs stats intervals"
+  elif [ "$lag" -gt $((8 * secs)) ]; then fail numa_level "$lag lag steals in $secs s (want <= 8/s; cross-node migrations $xnode)"
+  else pass numa_level "$((2 * NCPU)) hogs on evenly loaded nodes: $lag lag steals, $xnode cross-node migrations in $secs s"
+  fi
+}
+
 # Six tasks that spin 300 us and sleep 100 us, and a hog, all pinned to CPU 1 for 6 s. The
 # spinners look interactive (short bursts) and jump the queue at each wakeup; the jump budget
 # must cap what they take ahead of the tasks waiting in order (refusing some jumps), so no task
