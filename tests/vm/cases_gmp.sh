@@ -169,6 +169,7 @@ print(len(late), int(late[len(late) // 2] * 1e6), int(time.process_time() * 1000
 # steal them in batches and end up evenly busy.
 t_steal() {
   local cg=/sys/fs/cgroup/gmp-steal pids=() i events stolen busy minb maxb
+  [ "$NCPU" -ge 2 ] || { skip steal "one CPU: nothing to steal from"; return; }
   grep -q cpuset /sys/fs/cgroup/cgroup.controllers || { fail steal "no cpuset controller"; return; }
   echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
   mkdir -p "$cg" && echo 0 > "$cg/cpuset.cpus" && echo 0 > "$cg/cpuset.mems"

@@ -4,9 +4,9 @@
 
 # CPU-time ratio of a nice-0 and a nice-10 hog pinned to one CPU for $1 seconds.
 nice_ratio() {
-  local a b ta tb
-  taskset -c 1 sh -c 'while :; do :; done' & a=$!
-  taskset -c 1 nice -n 10 sh -c 'while :; do :; done' & b=$!
+  local a b ta tb c=$((NCPU > 1 ? 1 : 0))
+  taskset -c "$c" sh -c 'while :; do :; done' & a=$!
+  taskset -c "$c" nice -n 10 sh -c 'while :; do :; done' & b=$!
   sleep "$1"
   ta=$(cputime "$a"); tb=$(cputime "$b")
   kill "$a" "$b" 2>/dev/null; wait "$a" "$b" 2>/dev/null
