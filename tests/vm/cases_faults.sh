@@ -279,7 +279,7 @@ t_f17_sigterm() {
 # small by design; at nice -20 the pinned hogs weigh 87 times more, so any), the longest wait
 # seen must stay under half the watchdog, and the scheduler must stay loaded.
 extreme() {
-  local name=$1 nice=$2 pids=() hogs=() i c ticks=() low wait st min=10; shift 2
+  local name=$1 nice=$2 pids=() hogs=() i c min=10; shift 2
   [ "$nice" -lt 0 ] && min=1
   start_sched "x_$name" --stats 1 --json "$@" || { echo "$name: did not load: $(tail -1 "$LOGS/x_$name.err")"; return; }
   for ((c = 0; c < NCPU; c++)); do
@@ -287,6 +287,27 @@ extreme() {
   done
   for ((i = 0; i < NCPU; i++)); do sh -c 'while :; do :; done' & hogs+=($!); done
   sleep 12
+  extreme_judge "$name" "$min" 2500000 unpinned
+}
+
+# A crowded CPU at the longest turns: 12 hogs pinned to the last CPU at --slice-us 250000.
+# With turns of a fixed 250 ms the last of them would wait 11 turns, 2.75 s; the tasks waiting
+# for a CPU share a round of 500 ms (round_cap), so every wait must stay under 1.5 s and every
+# hog must run.
+crowded() {
+  local pids=() hogs=() i c=$((NCPU - 1)) n=12
+  start_sched x_crowded --stats 1 --json --slice-us 250000 --preempt-us 250000 ||
+    { echo "crowded: did not load: $(tail -1 "$LOGS/x_crowded.err")"; return; }
+  for ((i = 0; i < n; i++)); do taskset -c "$c" sh -c 'while :; do :; done' & hogs+=($!); done
+  sleep 12
+  extreme_judge crowded 10 1500000 "$n hogs on CPU $c,"
+}
+
+# extreme_judge NAME MIN_TICKS WAIT_MAX_US WHAT: end a flag-extremes run whose load has run
+# 12 s. The caller's hogs are measured (each at least MIN_TICKS), its pids only stopped; the
+# longest wait seen must stay under WAIT_MAX_US and the scheduler loaded. Prints "ok ..." or why.
+extreme_judge() {
+  local name=$1 min=$2 wait_max=$3 what=$4 i ticks=() low wait st
   for i in "${hogs[@]}"; do ticks+=("$(cputime "$i")"); done
   st=$(state)
   kill "${pids[@]}" "${hogs[@]}" 2>/dev/null; wait "${pids[@]}" "${hogs[@]}" 2>/dev/null
@@ -295,33 +316,9 @@ extreme() {
   wait=$(json_max "$LOGS/x_$name.out" starvation.longest_wait_us)
   if [ "$st" != enabled ]; then echo "$name: ejected ($(grep -m1 -i 'exit' "$LOGS/x_$name.err"))"
   elif [ "$SCHED_RC" -ne 0 ]; then echo "$name: exit $SCHED_RC"
-  elif [ "${low:-0}" -lt "$min" ]; then echo "$name: an unpinned hog got $low ticks in 12 s, want >= $min (all: ${ticks[*]})"
-  elif [ "${wait:-0}" -ge 2500000 ]; then echo "$name: a task waited $((wait / 1000)) ms"
-  else echo "ok $name: unpinned ticks ${ticks[*]}, longest wait $((${wait:-0} / 1000)) ms;"
-  fi
-}
-
-# A crowded CPU at the longest turns: CROWD hogs pinned to the last CPU at --slice-us 250000.
-# With turns of a fixed 250 ms the last of them would wait 11 turns, 2.75 s; the tasks waiting
-# for a CPU share a round of 500 ms (round_cap), so every wait must stay under 1.5 s and every
-# hog must run.
-crowded() {
-  local pids=() i c=$((NCPU - 1)) ticks=() low wait st n=12
-  start_sched x_crowded --stats 1 --json --slice-us 250000 --preempt-us 250000 ||
-    { echo "crowded: did not load: $(tail -1 "$LOGS/x_crowded.err")"; return; }
-  for ((i = 0; i < n; i++)); do taskset -c "$c" sh -c 'while :; do :; done' & pids+=($!); done
-  sleep 12
-  for i in "${pids[@]}"; do ticks+=("$(cputime "$i")"); done
-  st=$(state)
-  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
-  stop_sched INT
-  low=$(tr ' ' '\n' <<< "${ticks[*]}" | sort -n | head -1)
-  wait=$(json_max "$LOGS/x_crowded.out" starvation.longest_wait_us)
-  if [ "$st" != enabled ]; then echo "crowded: ejected ($(grep -m1 -i 'exit' "$LOGS/x_crowded.err"))"
-  elif [ "$SCHED_RC" -ne 0 ]; then echo "crowded: exit $SCHED_RC"
-  elif [ "${low:-0}" -lt 10 ]; then echo "crowded: a hog got $low ticks in 12 s (all: ${ticks[*]})"
-  elif [ "${wait:-0}" -ge 1500000 ]; then echo "crowded: a task waited $((wait / 1000)) ms"
-  else echo "ok crowded: $n hogs on CPU $c, ticks ${ticks[*]}, longest wait $((${wait:-0} / 1000)) ms;"
+  elif [ "${low:-0}" -lt "$min" ]; then echo "$name: a measured hog got $low ticks in 12 s, want >= $min (all: ${ticks[*]})"
+  elif [ "${wait:-0}" -ge "$wait_max" ]; then echo "$name: a task waited $((wait / 1000)) ms"
+  else echo "ok $name: $what ticks ${ticks[*]}, longest wait $((${wait:-0} / 1000)) ms;"
   fi
 }
 
