@@ -6,8 +6,8 @@
  *
  * Why no task waits forever: the fair tick serves the shared queue first every fair_tick-th
  * dispatch and while its head is stale, so a busy local queue cannot shut it out;
- * shared_pick falls back to FIFO once the head has waited SHARED_PICK_WAIT_SLICES slices;
- * sysmon preempts runners when work waits.
+ * shared_pick falls back to FIFO once the head is due (pick_due); sysmon preempts runners
+ * when work waits.
  */
 
 /*
@@ -70,16 +70,36 @@ static u64 prev_vtime(s32 cpu, struct task_struct *prev)
 	return v;
 }
 
+/* Whether shared_pick must take the head of @node's shared queue, @tctx's task, next. */
+static __always_inline bool pick_due(struct task_ctx *tctx, u32 node, u64 now)
+{
+	u32 n = node_idx(node);
+	u64 picks = shared_picks[n].n - tctx->shared_seq;
+
+	if (picks < SHARED_PICK_WAIT_TURNS * (u64)(node_procs[n] ?: 1) &&
+	    now - tctx->ready_at < SHARED_PICK_WAIT_MAX_NS)
+		return false;
+	stat_add(ST_PICK_DUE, 1);
+	return true;
+}
+
+/* A task left @node's shared queue through shared_pick: the queue's wait clock ticks. */
+static __always_inline int picked(u32 node)
+{
+	__sync_fetch_and_add(&shared_picks[node_idx(node)].n, 1);
+	return 1;
+}
+
 /*
  * Serve @node's shared queue on @cpu. A plain FIFO shared by several CPUs gives every task
  * one turn per wait, so tasks with short (low-weight) turns come round more often and weights
  * flatten. So the task with the least vtime among the first SHARED_PICK_WINDOW goes first,
- * but the head goes first once it has waited SHARED_PICK_WAIT_SLICES slices.
+ * but the head goes first once it is due (pick_due).
  *
- * Why nothing starves: every task behind the head entered the queue after it and has waited
- * less, so once a task has waited that long so has every task ahead of it, and from then on
- * the queue is served in FIFO order up to it. No task waits more than that bound plus what
- * plain FIFO would have made it wait.
+ * Why nothing starves: every task behind the head joined the queue after it, so the node's
+ * picks and the clock have moved less for it; once a task is due, so is every task ahead of
+ * it, and from then on the queue is served in FIFO order up to it. No task waits more than
+ * SHARED_PICK_WAIT_MAX_NS plus what plain FIFO would have made it wait.
  *
  * Only tasks allowed on @cpu are chosen (the same mask checks as steal_from); if the chosen
  * one has left the queue meanwhile, or none fits, the FIFO move at the end serves.
@@ -93,16 +113,15 @@ __noinline int shared_pick(s32 cpu, u32 node)
 	if (!cctx)
 		return 0;
 	if (scx_bpf_dsq_nr_queued(dsq) < 2)
-		return scx_bpf_dsq_move_to_local(dsq, 0);
+		return scx_bpf_dsq_move_to_local(dsq, 0) && picked(node);
 	/* Scratch in memory, not registers: see steal_from. */
 	cctx->pick_seen = 0;
 	cctx->pick_pid = -1;
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		struct task_ctx *tctx = task_ctx(p);
 
-		/* The head has waited long enough (or is unknown): FIFO (pick_pid stays -1). */
-		if (!cctx->pick_seen && (!tctx || !tctx->ready_at ||
-		    now - tctx->ready_at >= SHARED_PICK_WAIT_SLICES * slice_ns))
+		/* The head is due (or unknown): FIFO (pick_pid stays -1). */
+		if (!cctx->pick_seen && (!tctx || !tctx->ready_at || pick_due(tctx, node, now)))
 			break;
 		if (++cctx->pick_seen > SHARED_PICK_WINDOW)
 			break;
@@ -123,11 +142,11 @@ __noinline int shared_pick(s32 cpu, u32 node)
 			/* Still queued here (the move checks) and allowed on @cpu (checked above;
 			 * an affinity change dequeues the task first, so the check still holds). */
 			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
-				return 1;
+				return picked(node);
 			break;
 		}
 	}
-	return scx_bpf_dsq_move_to_local(dsq, 0);
+	return scx_bpf_dsq_move_to_local(dsq, 0) && picked(node);
 }
 
 /*

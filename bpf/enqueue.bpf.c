@@ -111,6 +111,8 @@ static __always_inline void queue_shared(struct enq *e, u32 stat)
 {
 	u32 node = node_of(e->cpu);
 
+	if (e->tctx)
+		e->tctx->shared_seq = shared_picks[node_idx(node)].n;
 	scx_bpf_dsq_insert(e->p, shared_dsq(node), slice_ns, e->flags);
 	stat_add(stat, 1);
 	wakep(node, e->p->cpus_ptr);

@@ -94,6 +94,7 @@ enum gmp_stat {
 	ST_SYSMON_VISITS,    /* CPUs sysmon's passes looked at */
 	ST_TURN_TIMER,       /* turn-timer runs: exact deadlines checked on their own CPU */
 	ST_SYSMON_NS,        /* ns sysmon's passes took */
+	ST_PICK_DUE,         /* shared_pick took the head in order: it was due (pick_due) */
 	GMP_NR_STATS,
 };
 

@@ -28,9 +28,9 @@
  *    work; the shared queue is served first on every fair_tick-th dispatch; a runnext chain
  *    shares one slice; a CPU's waiting tasks share a round of ROUND_MAX_NS, so a FIFO of
  *    any length at any slice waits a bounded time; queue jumps are bounded by a per-CPU
- *    budget; shared_pick turns FIFO once the head has waited SHARED_PICK_WAIT_SLICES slices;
- *    sysmon preempts long runners when work waits and wakes CPUs whose wakeup was lost; idle
- *    CPUs are kicked for new work.
+ *    budget; shared_pick turns FIFO once the head is due (pick_due); sysmon preempts long
+ *    runners when work waits and wakes CPUs whose wakeup was lost; idle CPUs are kicked for
+ *    new work.
  *  - A task that may run on no proc (pinned tasks, per-CPU kthreads) is queued on its own
  *    CPU, and a CPU outside the set still serves its own queue, so no task is stranded.
  *    Non-procs never take from the shared queues and never steal.

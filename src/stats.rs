@@ -144,6 +144,8 @@ counters! {
         "turn-timer runs: a turn's exact deadline checked on its own CPU",
     gmp_stat_ST_SYSMON_NS => sysmon_ns:
         "nanoseconds sysmon's passes took",
+    gmp_stat_ST_PICK_DUE => pick_due:
+        "shared-queue picks that took the head in order because it had waited its bound",
 }
 
 const _: () = {
@@ -409,6 +411,8 @@ pub struct Dispatch {
     pub keep_prev: u64,
     #[stat(desc = "disp_lag in the interval")]
     pub lag: u64,
+    #[stat(desc = "pick_due in the interval")]
+    pub pick_due: u64,
     #[stat(desc = "steal_tries in the interval")]
     pub steal_tries: u64,
     #[stat(desc = "steal_looks in the interval")]
@@ -606,6 +610,7 @@ impl Report<'_> {
                 steal_remote: t.disp_steal_remote,
                 keep_prev: t.disp_keep_prev,
                 lag: t.disp_lag,
+                pick_due: t.pick_due,
                 steal_tries: t.steal_tries,
                 steal_looks: t.steal_looks,
             },
@@ -928,7 +933,7 @@ mod tests {
         assert_eq!(
             r.to_schedtrace(),
             "SCHED 1000ms: procs=2 idle=1 runqueue=2 [3 0] runnext=4 local=2 shared=6 fair=8 \
-             steals=36/18 preempt=34+36+60 kicks=38 numa=49% p50=114688us p99=67108864us \
+             steals=36/18 preempt=34+36+60 kicks=38 numa=49% p50=98304us p99=67108864us \
              max=67108864us maxwait=612ms CTX_ALLOC_FAIL=80 KICK_STUCK=82 STARVING=70 \
              longest=pid 42 (hog) waited 612ms, still waiting"
         );
@@ -937,12 +942,13 @@ mod tests {
 
     const PINNED_JSON: &str = concat!(
         r#"{"busy_pct":[0.0,0.0],"ctx":{"alloc_fail":80,"cgroups":0,"tasks":0},"#,
-        r#""dispatch":{"fair_tick":8,"keep_prev":16,"lag":72,"local":2,"runnext":4,"#,
-        r#""shared":6,"steal_llc":10,"steal_looks":88,"steal_node":12,"steal_remote":14,"steal_tries":86},"#,
+        r#""dispatch":{"fair_tick":8,"keep_prev":16,"lag":72,"local":2,"pick_due":96,"runnext":4,"#,
+        r#""shared":6,"steal_llc":10,"steal_looks":88,"steal_node":12,"steal_remote":14,"#,
+        r#""steal_tries":86},"#,
         r#""enqueue":{"direct_idle":28,"evicted":68,"local":20,"overflow":24,"pinned":30,"#,
         r#""preempted":26,"reenq":32,"resumed":74,"runnext":22,"stranded":66},"#,
         r#""idle_procs":1,"interval_s":1.0,"kicks":{"idle":38,"preempt":40,"stuck":82},"#,
-        r#""latency_us":{"max":67108864,"p50":114688,"p99":67108864,"samples":56},"#,
+        r#""latency_us":{"max":67108864,"p50":98304,"p99":67108864,"samples":56},"#,
         r#""local_queued":[3,0],"numa":{"local":42,"migrations":46,"migrations_node":48,"#,
         r#""per_node":[{"migrations_in":48,"node":0,"place_home":62,"place_remote":64,"#,
         r#""starts_home":42,"starts_remote":44,"steals_remote":14}],"place_home":62,"#,
