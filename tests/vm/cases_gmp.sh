@@ -81,7 +81,9 @@ t_numa_fair() {
 # Evenly loaded nodes keep their tasks: 2 hogs per CPU, half of them in a cgroup of 3 times the
 # weight, so queue heads' vtimes differ by node. The lag steal may only pull from a node at
 # least as crowded; when it also pulled from any node with 2 queued, tasks crossed nodes in
-# both directions, 12-28 lag steals a second with 4 CPUs and 95-133 with 8 (after: 0-7).
+# both directions, 12-28 lag steals a second with 4 CPUs and 95-133 with 8 (after: 0-7, and
+# 10.6 with 16 CPUs in 4 nodes). Each proc decides at its own dispatches, so the bound is per
+# CPU: 2 a second, 6-8 times under the rate before.
 t_numa_level() {
   local secs lag xnode
   [ "$(node_count)" -ge 2 ] || { skip numa_level "one NUMA node"; return; }
@@ -96,7 +98,7 @@ t_numa_level() {
   xnode=$(json_sum "$LOGS/nlevel.steady" numa.migrations_node)
   if [ "$SCHED_RC" -ne 0 ]; then fail numa_level "scheduler exit $SCHED_RC"
   elif [ "$secs" -lt 5 ]; then fail numa_level "only $secs stats intervals"
-  elif [ "$lag" -gt $((8 * secs)) ]; then fail numa_level "$lag lag steals in $secs s (want <= 8/s; cross-node migrations $xnode)"
+  elif [ "$lag" -gt $((2 * NCPU * secs)) ]; then fail numa_level "$lag lag steals in $secs s on $NCPU CPUs (want <= 2/s per CPU; cross-node migrations $xnode)"
   else pass numa_level "$((2 * NCPU)) hogs on evenly loaded nodes: $lag lag steals, $xnode cross-node migrations in $secs s"
   fi
 }
