@@ -7,16 +7,37 @@ use crate::stats::{Gauges, Sample, WaitRec};
 use crate::topo::TopoMaps;
 use anyhow::{Context, Result};
 use libbpf_rs::MapCore;
+use nix::time::{clock_gettime, ClockId};
 
-/// One reading of every CPU's counters and latency histogram.
+/// One reading of every CPU's counters and latency histogram, busy time up to now: a CPU
+/// charges its task's run time only as a turn ends or renews, so without the part still
+/// running a long turn fell into one interval whole (clamped at 100%) and the next read low.
 pub fn sample(skel: &BpfSkel) -> Result<Sample> {
+    let before = running_since(skel);
     let bufs = skel
         .maps
         .stats
         .lookup_percpu(&0u32.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
         .context("failed to read the stats map")?
         .context("the stats map has no entry")?;
-    Ok(Sample::from_percpu(&bufs))
+    let now = clock_gettime(ClockId::CLOCK_MONOTONIC).context("failed to read the clock")?;
+    let mut sample = Sample::from_percpu(&bufs);
+    let now_ns = now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64;
+    sample.add_running(&before, &running_since(skel), now_ns);
+    Ok(sample)
+}
+
+/// Each CPU's `running_since` (the BPF clock, CLOCK_MONOTONIC; 0: no task running uncharged).
+/// Read volatile: the BPF side writes these while the loader reads.
+fn running_since(skel: &BpfSkel) -> Vec<u64> {
+    let Some(bss) = skel.maps.bss_data.as_ref() else {
+        return Vec::new();
+    };
+    bss.cpu_ctxs
+        .iter()
+        // SAFETY: a u64 field of the mapped bss, aligned and live while `skel` is borrowed.
+        .map(|c| unsafe { std::ptr::read_volatile(&c.running_since) })
+        .collect()
 }
 
 /// The instantaneous state beside the counters, for the active `procs`.

@@ -204,6 +204,20 @@ impl Sample {
         Self { per_cpu, lat }
     }
 
+    /// Add to each CPU's busy time what its task has run since `before[c]` (0: none) up to
+    /// `now`, where `after` (read once the counters were) agrees. A turn charged between the
+    /// two readings may or may not be in the counters, so that CPU adds nothing this time;
+    /// the next sample has it.
+    pub fn add_running(&mut self, before: &[u64], after: &[u64], now: u64) {
+        for (c, cnt) in self.per_cpu.iter_mut().enumerate() {
+            if let (Some(&b), Some(&a)) = (before.get(c), after.get(c)) {
+                if a == b && b != 0 && now > b {
+                    cnt.busy_ns += now - b;
+                }
+            }
+        }
+    }
+
     /// Counters minus an earlier sample's (see `Counters::since`).
     pub fn delta(&self, earlier: &Sample) -> Sample {
         let per_cpu = self
@@ -878,6 +892,21 @@ mod tests {
             buf.extend_from_slice(&(v * (i as u64 + 1)).to_ne_bytes());
         }
         Sample::from_percpu(&[buf.clone(), buf])
+    }
+
+    /// A long turn still running counts in the interval it runs in, not in the one it ends in;
+    /// a CPU whose turn was charged between the readings, or that runs nothing, adds nothing.
+    #[test]
+    fn running_turns_count_as_busy() {
+        let mut s = sample(0);
+        s.per_cpu.push(Counters::ZERO);
+        s.add_running(&[1_000, 2_000, 0], &[1_000, 2_500, 0], 5_000);
+        assert_eq!(s.cpu(0).busy_ns, 4_000);
+        assert_eq!(s.cpu(1).busy_ns, 0);
+        assert_eq!(s.cpu(2).busy_ns, 0);
+        // Clock behind the start (a racing update): nothing, not a wrapped count.
+        s.add_running(&[9_000], &[9_000], 5_000);
+        assert_eq!(s.cpu(0).busy_ns, 4_000);
     }
 
     #[test]
