@@ -13,17 +13,20 @@ use nix::time::{clock_gettime, ClockId};
 /// charges its task's run time only as a turn ends or renews, so without the part still
 /// running a long turn fell into one interval whole (clamped at 100%) and the next read low.
 pub fn sample(skel: &BpfSkel) -> Result<Sample> {
-    let before = running_since(skel);
     let bufs = skel
         .maps
         .stats
         .lookup_percpu(&0u32.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
         .context("failed to read the stats map")?
         .context("the stats map has no entry")?;
+    // In this order: the counters, then where each turn's uncharged part starts, then now.
+    let since = running_since(skel);
     let now = clock_gettime(ClockId::CLOCK_MONOTONIC).context("failed to read the clock")?;
     let mut sample = Sample::from_percpu(&bufs);
-    let now_ns = now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64;
-    sample.add_running(&before, &running_since(skel), now_ns);
+    sample.add_running(
+        &since,
+        now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64,
+    );
     Ok(sample)
 }
 

@@ -204,16 +204,15 @@ impl Sample {
         Self { per_cpu, lat }
     }
 
-    /// Add to each CPU's busy time what its task has run since `before[c]` (0: none) up to
-    /// `now`, where `after` (read once the counters were) agrees. A turn charged between the
-    /// two readings may or may not be in the counters, so that CPU adds nothing this time;
-    /// the next sample has it.
-    pub fn add_running(&mut self, before: &[u64], after: &[u64], now: u64) {
-        for (c, cnt) in self.per_cpu.iter_mut().enumerate() {
-            if let (Some(&b), Some(&a)) = (before.get(c), after.get(c)) {
-                if a == b && b != 0 && now > b {
-                    cnt.busy_ns += now - b;
-                }
+    /// Add to each CPU's busy time what its task has run since `since[c]` (0: none) up to
+    /// `now`. `since` must be read after the counters: each charge sets `running_since` to its
+    /// own time, so what is added starts where the charges in the counters end or later, and
+    /// no time is counted twice (a turn charged between the two reads is left to the next
+    /// sample).
+    pub fn add_running(&mut self, since: &[u64], now: u64) {
+        for (cnt, &s) in self.per_cpu.iter_mut().zip(since) {
+            if s != 0 && now > s {
+                cnt.busy_ns += now - s;
             }
         }
     }
@@ -895,17 +894,17 @@ mod tests {
     }
 
     /// A long turn still running counts in the interval it runs in, not in the one it ends in;
-    /// a CPU whose turn was charged between the readings, or that runs nothing, adds nothing.
+    /// a CPU that runs nothing adds nothing.
     #[test]
     fn running_turns_count_as_busy() {
         let mut s = sample(0);
         s.per_cpu.push(Counters::ZERO);
-        s.add_running(&[1_000, 2_000, 0], &[1_000, 2_500, 0], 5_000);
+        s.add_running(&[1_000, 2_500, 0], 5_000);
         assert_eq!(s.cpu(0).busy_ns, 4_000);
-        assert_eq!(s.cpu(1).busy_ns, 0);
+        assert_eq!(s.cpu(1).busy_ns, 2_500);
         assert_eq!(s.cpu(2).busy_ns, 0);
         // Clock behind the start (a racing update): nothing, not a wrapped count.
-        s.add_running(&[9_000], &[9_000], 5_000);
+        s.add_running(&[9_000], 5_000);
         assert_eq!(s.cpu(0).busy_ns, 4_000);
     }
 
