@@ -153,13 +153,33 @@ static __always_inline bool fix_cpu(struct enq *e)
 	return true;
 }
 
-/* Pinned to one CPU (ksoftirqd, kworkers): a pinned waker must not wait behind a hog. */
+/*
+ * Preempted by a short wakeup: it keeps its place (the head of its CPU's queue) and the rest
+ * of its turn. Only the wakee's run time is charged to the jump budget: this turn was due.
+ */
+static __always_inline bool resume_turn(struct enq *e)
+{
+	if ((e->flags & SCX_ENQ_WAKEUP) || !e->tctx || !e->tctx->resume_ns)
+		return false;
+	e->tctx->jumped = JUMP_RESUMED;
+	queue_local(e, e->tctx->resume_ns, SCX_ENQ_HEAD, ST_ENQ_RESUMED);
+	return true;
+}
+
+/*
+ * Pinned to one CPU (ksoftirqd, kworkers, taskset): a pinned waker must not wait behind a
+ * hog, and a pinned task a wakeup preempted keeps its place, as an unpinned one does. At the
+ * tail instead, every wakeup handed the CPU to the next pinned task: turns were cut at
+ * wakeups rather than at weighted slices, and weights flattened (300:100 read 2.4:1 on one CPU).
+ */
 static __always_inline void enqueue_pinned(struct enq *e)
 {
 	if (e->flags & SCX_ENQ_LAST) {
 		keep_running(e);
 		return;
 	}
+	if (resume_turn(e))
+		return;
 	if (wakeup_preempt(e->p, e->tctx, e->cpu, e->flags))
 		return;
 	queue_local(e, slice_ns, 0, ST_ENQ_PINNED);
@@ -203,19 +223,6 @@ static __always_inline bool send_home(struct enq *e)
 	scx_bpf_dsq_insert(e->p, SCX_DSQ_LOCAL_ON | hc, slice_ns, e->flags);
 	scx_bpf_kick_cpu(hc, SCX_KICK_IDLE);
 	stat_add_on(hc, ST_PLACE_HOME, 1);
-	return true;
-}
-
-/*
- * Preempted by a short wakeup: it keeps its place (the head of its CPU's queue) and the rest
- * of its turn. Only the wakee's run time is charged to the jump budget: this turn was due.
- */
-static __always_inline bool resume_turn(struct enq *e)
-{
-	if ((e->flags & SCX_ENQ_WAKEUP) || !e->tctx || !e->tctx->resume_ns)
-		return false;
-	e->tctx->jumped = JUMP_RESUMED;
-	queue_local(e, e->tctx->resume_ns, SCX_ENQ_HEAD, ST_ENQ_RESUMED);
 	return true;
 }
 
