@@ -198,14 +198,16 @@ static __always_inline void dispatch_non_proc(s32 cpu, struct task_struct *prev)
  * often a CPU looks, not how long a task waits: a CPU dispatches once a turn, and a node whose
  * procs all hold pinned pairs served its shared queue one task per 61 turns of each CPU,
  * whatever the queue's length. A stale queue is served by every proc of its node, but by
- * each at most every other dispatch while its own queue holds work (fair_alt).
+ * each at most every other dispatch while its own queue holds work (fair_alt). Served as
+ * always (shared_pick), not head first: where heads often waited past the threshold (turns
+ * long in wall time), taking the head flattened cgroup weights.
  *
  * Why neither side starves: under a stale shared queue a CPU alternates it with its own
  * queue, so a task in cpu_dsq waits at most twice its queue's length in turns, and a shared
- * task about FAIR_TICK_MAX_NS plus twice the shared queue's length over the node's procs.
- * Served first on every dispatch instead, a shared queue at least 2.5 turns long per proc
- * (longer than the threshold) stayed stale for good and cpu_dsq tasks waited for the
- * watchdog.
+ * task at most SHARED_PICK_WAIT_MAX_NS (pick_due) plus twice the shared queue's length over
+ * the node's procs. Served first on every dispatch instead, a shared queue at least 2.5 turns
+ * long per proc (longer than the threshold) stayed stale for good and cpu_dsq tasks waited
+ * for the watchdog.
  */
 static __always_inline bool dispatch_fair_tick(s32 cpu, struct cpu_ctx *cctx, u32 node)
 {
@@ -215,7 +217,7 @@ static __always_inline bool dispatch_fair_tick(s32 cpu, struct cpu_ctx *cctx, u3
 	if (!tick && (!shared_stale[node_idx(node)] ||
 		      (alt && scx_bpf_dsq_nr_queued(cpu) > 0)))
 		return false;
-	if (!scx_bpf_dsq_move_to_local(shared_dsq(node), 0))
+	if (!shared_pick(cpu, node))
 		return false;
 	cctx->fair_alt = !tick;
 	stat_add(ST_DISP_FAIR_TICK, 1);

@@ -87,11 +87,11 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 #define SHARED_PICK_WAIT_MAX_NS ROUND_MAX_NS
 /*
  * A shared queue whose head has waited this long is served first by every proc of its node,
- * whatever the fair tick's count: Go's 61 ticks at Go's 10 ms slices. Without it the count
- * alone let turns of 160 ms (nice -20), --slice-us 85000 or --fair-tick 0 keep a shared task
- * waiting past the kernel's 5 s watchdog behind pinned tasks.
+ * whatever the fair tick's count (its value: intf.h). Without it the count alone let turns of
+ * 160 ms (nice -20), --slice-us 85000 or --fair-tick 0 keep a shared task waiting past the
+ * kernel's 5 s watchdog behind pinned tasks.
  */
-#define FAIR_TICK_MAX_NS (61 * 10 * 1000 * 1000ULL)
+#define FAIR_TICK_MAX_NS (FAIR_TICK_MAX_MS * 1000 * 1000ULL)
 /*
  * CPU queues a steal attempt looks at in this LLC, in the rest of the node, and in one other
  * node. Go's stealWork looks at every P (four times); a fixed count keeps an idle CPU's

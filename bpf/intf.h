@@ -24,6 +24,17 @@
 #define TURN_MAX_US 250000
 
 /*
+ * A node's shared queue whose head has waited this long is served first by its procs,
+ * whatever the fair tick's count (FAIR_TICK_MAX_NS, gmp.bpf.h). The kernel's watchdog checks
+ * in every half timeout (2.5 s of 5 s) from an unbound worker, which passes through a shared
+ * queue like any task, maybe several times (it is woken, and preempted if it runs long). Go's
+ * bound (61 ticks of 10 ms, 610 ms) left room for three passes, and under emulation, where
+ * sysmon ran late, the watchdog ejected the scheduler. A fraction of the watchdog rather than
+ * Go's count: a twentieth (docs/design.md).
+ */
+#define FAIR_TICK_MAX_MS 250
+
+/*
  * Where a CPU looks for work to steal: the online CPUs sorted by node, then LLC (the loader's
  * steal_order), and for each CPU the ranges of that order holding its LLC and its node. The
  * victim search looks at a bounded number of each range from a random point.

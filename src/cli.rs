@@ -9,8 +9,8 @@ use clap::{Parser, Subcommand};
 const TURN_RANGE_US: std::ops::RangeInclusive<u64> =
     intf::SLICE_MIN_US as u64..=intf::TURN_MAX_US as u64;
 
-/// The largest --fair-tick: a count this large never comes round in practice; the 610 ms
-/// wait bound serves the shared queue long before. Untuned.
+/// The largest --fair-tick: a count this large never comes round in practice; the wait bound
+/// (FAIR_TICK_MAX_MS) serves the shared queue long before. Untuned.
 const FAIR_TICK_MAX: u32 = 1_000_000;
 
 /// --fair-tick: 0 or 2..=FAIR_TICK_MAX. 1 would serve the shared queue first on every
@@ -20,11 +20,11 @@ fn parse_fair_tick(s: &str) -> Result<u32, String> {
         .parse()
         .map_err(|_| format!("'{s}' is not a dispatch count"))?;
     match n {
-        1 => Err(
-            "1 would serve the shared queue first on every dispatch and starve the \
-                  CPUs' own queues; use 2 or more, or 0 for the 610 ms wait bound alone"
-                .into(),
-        ),
+        1 => Err(format!(
+            "1 would serve the shared queue first on every dispatch and starve the CPUs' own \
+             queues; use 2 or more, or 0 for the {} ms wait bound alone",
+            intf::FAIR_TICK_MAX_MS
+        )),
         n if n > FAIR_TICK_MAX => Err(format!("at most {FAIR_TICK_MAX}")),
         n => Ok(n),
     }
@@ -74,7 +74,7 @@ pub struct Opts {
     pub local_cap: u32,
 
     /// Serve the shared queue first on every Nth dispatch of a CPU, and whenever its head has
-    /// waited 610 ms (0: only the latter).
+    /// waited 250 ms (0: only the latter).
     #[arg(long, default_value_t = 61, value_parser = parse_fair_tick)]
     pub fair_tick: u32,
 
@@ -296,6 +296,16 @@ mod tests {
         assert_eq!(p(&["--fair-tick", "0"]).unwrap().fair_tick, 0);
         assert_eq!(p(&["--fair-tick", "2"]).unwrap().fair_tick, 2);
         assert!(p(&["--fair-tick", "1000001"]).is_err());
+    }
+
+    /// --help states the wait bound the BPF side enforces (bpf/intf.h), not a stale copy.
+    #[test]
+    fn fair_tick_help_names_the_wait_bound() {
+        let help = Opts::command().render_long_help().to_string();
+        let bound = format!("waited {} ms", intf::FAIR_TICK_MAX_MS);
+        assert!(help.contains(&bound), "--help does not say '{bound}'");
+        let one = p(&["--fair-tick", "1"]).unwrap_err();
+        assert!(one_line(&one).contains(&format!("{} ms", intf::FAIR_TICK_MAX_MS)));
     }
 
     #[test]

@@ -277,9 +277,9 @@ t_f17_sigterm() {
 # every wait under the 5 s watchdog). extreme NAME NICE_OF_PINNED FLAGS...: two hogs pinned
 # to every CPU (at that nice) and N unpinned hogs, which wait in the shared queues behind
 # the pinned ones, for 12 s. Every unpinned hog must run again and again (10 ticks: the
-# shared queue is served first about every 610 ms per CPU, so its share behind pinned pairs is
-# small by design; at nice -20 the pinned hogs weigh 87 times more, so any), the longest wait
-# seen must stay under half the watchdog, and the scheduler must stay loaded.
+# shared queue is served first once its head has waited 250 ms, so its share behind pinned
+# pairs is small by design; at nice -20 the pinned hogs weigh 87 times more, so any), the
+# longest wait seen must stay under half the watchdog, and the scheduler must stay loaded.
 extreme() {
   local name=$1 nice=$2 pids=() hogs=() i c min=10; shift 2
   [ "$nice" -lt 0 ] && min=1
