@@ -130,12 +130,28 @@ static __always_inline void keep_running(struct enq *e)
 	stat_add(ST_DISP_KEEP_PREV, 1);
 }
 
-/* A task that may run only where it is: its own CPU's queue, or keep running there. */
+/*
+ * Preempted by a short wakeup: it keeps its place (the head of its CPU's queue) and the rest
+ * of its turn. Only the wakee's run time is charged to the jump budget: this turn was due.
+ */
+static __always_inline bool resume_turn(struct enq *e)
+{
+	if ((e->flags & SCX_ENQ_WAKEUP) || !e->tctx || !e->tctx->resume_ns)
+		return false;
+	e->tctx->jumped = JUMP_RESUMED;
+	queue_local(e, e->tctx->resume_ns, SCX_ENQ_HEAD, ST_ENQ_RESUMED);
+	return true;
+}
+
+/*
+ * A task that may run only where it is: keep running there, or take back the place and turn
+ * a wakeup preempted, or join the tail of that CPU's queue.
+ */
 static __always_inline void queue_own_cpu(struct enq *e, u32 stat)
 {
 	if (e->flags & SCX_ENQ_LAST)
 		keep_running(e);
-	else
+	else if (!resume_turn(e))
 		queue_local(e, slice_ns, 0, stat);
 }
 
@@ -154,19 +170,6 @@ static __always_inline bool fix_cpu(struct enq *e)
 }
 
 /*
- * Preempted by a short wakeup: it keeps its place (the head of its CPU's queue) and the rest
- * of its turn. Only the wakee's run time is charged to the jump budget: this turn was due.
- */
-static __always_inline bool resume_turn(struct enq *e)
-{
-	if ((e->flags & SCX_ENQ_WAKEUP) || !e->tctx || !e->tctx->resume_ns)
-		return false;
-	e->tctx->jumped = JUMP_RESUMED;
-	queue_local(e, e->tctx->resume_ns, SCX_ENQ_HEAD, ST_ENQ_RESUMED);
-	return true;
-}
-
-/*
  * Pinned to one CPU (ksoftirqd, kworkers, taskset): a pinned waker must not wait behind a
  * hog, and a pinned task a wakeup preempted keeps its place, as an unpinned one does. At the
  * tail instead, every wakeup handed the CPU to the next pinned task: turns were cut at
@@ -174,15 +177,9 @@ static __always_inline bool resume_turn(struct enq *e)
  */
 static __always_inline void enqueue_pinned(struct enq *e)
 {
-	if (e->flags & SCX_ENQ_LAST) {
-		keep_running(e);
-		return;
-	}
-	if (resume_turn(e))
-		return;
 	if (wakeup_preempt(e->p, e->tctx, e->cpu, e->flags))
 		return;
-	queue_local(e, slice_ns, 0, ST_ENQ_PINNED);
+	queue_own_cpu(e, ST_ENQ_PINNED);
 }
 
 /*
