@@ -230,6 +230,22 @@ static __always_inline bool turn_used(struct enq *e)
 }
 
 /*
+ * A turn that ran out within BURST_LOCAL_TURNS of the task's own turns since it woke: the
+ * burst's rest goes to the tail of this CPU's queue, where the wakeup that began the burst
+ * went, not behind the hogs of the shared queue, which procs serve only once their own queues
+ * are empty. It gains no place it could not take by sleeping: a brief sleep would queue it on
+ * the same tail. Only a task that has slept qualifies, and only for its burst's first turns,
+ * so CPU hogs still go to the shared queue, as in Go.
+ */
+static __always_inline bool burst_rest(struct enq *e)
+{
+	struct task_ctx *tctx = e->tctx;
+
+	return tctx && tctx->slept_at && tctx->wslice &&
+	       tctx->burst_ns <= BURST_LOCAL_TURNS * tctx->wslice;
+}
+
+/*
  * runnext only while the local queue is empty: a head insertion ahead of waiting tasks could,
  * with ping-pong pairs handing off on this CPU, keep a task at the tail waiting forever (Go
  * moves a displaced runnext to the tail; a DSQ cannot be reordered here).
@@ -281,7 +297,10 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 	if (resume_turn(&e))
 		return;
 	if (turn_used(&e)) {
-		queue_shared(&e, ST_ENQ_PREEMPTED);
+		if (burst_rest(&e))
+			queue_local(&e, slice_ns, 0, ST_ENQ_BURST_REST);
+		else
+			queue_shared(&e, ST_ENQ_PREEMPTED);
 		return;
 	}
 	/*

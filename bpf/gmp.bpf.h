@@ -123,6 +123,12 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
  */
 #define RUN_SHARE_ONE 1024
 #define SLEEPER_RUN_SHARE (RUN_SHARE_ONE / 2)
+/*
+ * How many of its own turns a woken task's burst may take before a turn that runs out sends it
+ * to the shared queue (burst_rest). Two: a burst a little longer than one turn (a frame loop's
+ * work on a loaded machine) finishes in order on its CPU; untuned beyond that.
+ */
+#define BURST_LOCAL_TURNS 2
 /* cpu_ctx.jump_us is a u16. */
 #define JUMP_US_MAX 65535
 /* tctx->jumped: how a task came to be queued ahead of waiting tasks. */

@@ -106,6 +106,7 @@ enum gmp_stat {
 	ST_TURN_TIMER,       /* turn-timer runs: exact deadlines checked on their own CPU */
 	ST_SYSMON_NS,        /* ns sysmon's passes took */
 	ST_PICK_DUE,         /* shared_pick took the head in order: it was due (pick_due) */
+	ST_ENQ_BURST_REST,   /* turn ran out within BURST_LOCAL_TURNS of a wakeup: its CPU's queue tail */
 	GMP_NR_STATS,
 };
 

@@ -146,6 +146,9 @@ counters! {
         "nanoseconds sysmon's passes took",
     gmp_stat_ST_PICK_DUE => pick_due:
         "shared-queue picks that took the head in order because it had waited its bound",
+    gmp_stat_ST_ENQ_BURST_REST => enq_burst_rest:
+        "tasks whose turn ran out within their first two turns since waking, queued at their \
+         CPU's queue tail instead of the shared queue",
 }
 
 const _: () = {
@@ -455,6 +458,8 @@ pub struct Enqueue {
     pub evicted: u64,
     #[stat(desc = "enq_resumed in the interval")]
     pub resumed: u64,
+    #[stat(desc = "enq_burst_rest in the interval")]
+    pub burst_rest: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Stats)]
@@ -639,6 +644,7 @@ impl Report<'_> {
                 stranded: t.enq_stranded,
                 evicted: t.evicted,
                 resumed: t.enq_resumed,
+                burst_rest: t.enq_burst_rest,
             },
             preempt: Preempt {
                 sysmon: t.preempt_sysmon,
@@ -973,7 +979,7 @@ mod tests {
         r#""dispatch":{"fair_tick":8,"keep_prev":16,"lag":72,"local":2,"pick_due":96,"runnext":4,"#,
         r#""shared":6,"steal_llc":10,"steal_looks":88,"steal_node":12,"steal_remote":14,"#,
         r#""steal_tries":86},"#,
-        r#""enqueue":{"direct_idle":28,"evicted":68,"local":20,"overflow":24,"pinned":30,"#,
+        r#""enqueue":{"burst_rest":98,"direct_idle":28,"evicted":68,"local":20,"overflow":24,"pinned":30,"#,
         r#""preempted":26,"reenq":32,"resumed":74,"runnext":22,"stranded":66},"#,
         r#""idle_procs":1,"interval_s":1.0,"kicks":{"idle":38,"preempt":40,"stuck":82},"#,
         r#""latency_us":{"max":67108864,"p50":98304,"p99":67108864,"samples":56},"#,
@@ -1009,6 +1015,7 @@ mod tests {
         ("dispatch.steal_node", "int"),
         ("dispatch.steal_remote", "int"),
         ("enqueue", "object"),
+        ("enqueue.burst_rest", "int"),
         ("enqueue.direct_idle", "int"),
         ("enqueue.evicted", "int"),
         ("enqueue.local", "int"),
