@@ -246,19 +246,32 @@ static __always_inline bool burst_rest(struct enq *e)
 }
 
 /*
- * runnext only while the local queue is empty: a head insertion ahead of waiting tasks could,
- * with ping-pong pairs handing off on this CPU, keep a task at the tail waiting forever (Go
- * moves a displaced runnext to the tail; a DSQ cannot be reordered here).
+ * runnext only while nothing waits for this CPU, in its queue or in the kernel's local DSQ: a
+ * runnext ahead of waiting tasks could, with ping-pong pairs handing off on this CPU, keep a
+ * task at the tail waiting forever (Go moves a displaced runnext to the tail; a DSQ cannot be
+ * reordered here).
+ *
+ * A pair's wakee goes straight into the local DSQ: the CPU switches to it as the waker sleeps,
+ * without an ops.dispatch pass, and no thief could have used it. Skipping dispatch skips its
+ * fairness tick too, as Go's runnext inherits the time slice without a schedtick; the chain
+ * shares the waker's one slice, so the tick resumes within slice_ns. Any other wakee goes to
+ * the head of this CPU's queue, where an idle CPU can steal it if the waker runs on.
  */
 static __always_inline bool enqueue_runnext(struct enq *e)
 {
 	struct cpu_ctx *cctx = cpu_ctx(e->cpu);
 
 	if (!e->runnext_slice || !cctx || e->cpu != bpf_get_smp_processor_id() ||
-	    scx_bpf_dsq_nr_queued(e->cpu) != 0)
+	    scx_bpf_dsq_nr_queued(e->cpu) != 0 || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) != 0)
 		return false;
 	cctx->runnext_pid = e->p->pid;
-	scx_bpf_dsq_insert(e->p, e->cpu, e->runnext_slice, e->flags | SCX_ENQ_HEAD);
+	/* e->cpu is this CPU, the task's CPU, picked from p->cpus_ptr by select_runnext. */
+	if (e->tctx && e->tctx->runnext_pair) {
+		scx_bpf_dsq_insert(e->p, SCX_DSQ_LOCAL, e->runnext_slice, e->flags);
+		stat_add(ST_ENQ_RUNNEXT_PAIR, 1);
+	} else {
+		scx_bpf_dsq_insert(e->p, e->cpu, e->runnext_slice, e->flags | SCX_ENQ_HEAD);
+	}
 	stat_add(ST_ENQ_RUNNEXT, 1);
 	return true;
 }

@@ -185,6 +185,8 @@ struct task_ctx {
 	s32 last_cpu;
 	u32 away_runs;      /* consecutive runs away from home_node */
 	u32 run_share;      /* moving average of burst / (burst + sleep), see end_sleep */
+	s32 runnext_waker;  /* pid of the task that last took it through runnext; 0: none */
+	u8 runnext_pair;    /* set by select_cpu: its waker was last woken by it (a pair) */
 	u8 jumped;          /* queued ahead of waiting tasks (JUMP_WAKEE, JUMP_RESUMED); 0 at stopping */
 	u8 cg_counted;
 };

@@ -53,7 +53,7 @@ struct steal_ring {
 
 enum gmp_stat {
 	/* how ops.dispatch found work */
-	ST_DISP_LOCAL,       /* own cpu_dsq (includes runnext) */
+	ST_DISP_LOCAL,       /* own cpu_dsq (includes runnext, except a pair's) */
 	ST_DISP_RUNNEXT,     /* counted when a runnext task starts running */
 	ST_DISP_SHARED,      /* node's shared_dsq because the local queue was empty */
 	ST_DISP_FAIR_TICK,   /* shared_dsq first on the fair tick */
@@ -64,7 +64,7 @@ enum gmp_stat {
 	ST_STOLEN_TASKS,     /* tasks moved by steals (>= steal events) */
 	/* where ops.enqueue / ops.select_cpu put tasks */
 	ST_ENQ_LOCAL,        /* a cpu_dsq tail */
-	ST_ENQ_RUNNEXT,      /* a cpu_dsq head (runnext) */
+	ST_ENQ_RUNNEXT,      /* runnext: a cpu_dsq head, or the local DSQ for a pair */
 	ST_ENQ_OVERFLOW,     /* local queue at --local-cap: to the shared queue */
 	ST_ENQ_PREEMPTED,    /* preempted / slice expired: shared queue tail */
 	ST_ENQ_DIRECT_IDLE,  /* select_cpu found an idle CPU: straight to its local DSQ */
@@ -107,6 +107,7 @@ enum gmp_stat {
 	ST_SYSMON_NS,        /* ns sysmon's passes took */
 	ST_PICK_DUE,         /* shared_pick took the head in order: it was due (pick_due) */
 	ST_ENQ_BURST_REST,   /* turn ran out within BURST_LOCAL_TURNS of a wakeup: its CPU's queue tail */
+	ST_ENQ_RUNNEXT_PAIR, /* runnext wakees of a pair, put straight into the local DSQ (of ST_ENQ_RUNNEXT) */
 	GMP_NR_STATS,
 };
 

@@ -6,7 +6,8 @@
  *  1. Every CPU is a P with a local run queue, cpu_dsq (a user DSQ, so other CPUs can steal
  *     from it). Each NUMA node has a shared_dsq, Go's global run queue.
  *  2. A task woken synchronously by the running task goes to the head of the waker's queue
- *     (runnext) and inherits the rest of the waker's slice.
+ *     (runnext) and inherits the rest of the waker's slice; a pair handing off to each other
+ *     skips the queue for the CPU's local DSQ.
  *  3. An idle CPU looks at its own queue, then its node's shared queue, then steals half of
  *     another CPU's queue (same LLC, same node, other nodes): findRunnable and stealWork.
  *  4. A BPF timer, sysmon, preempts tasks that ran past preempt_ns while others wait; where

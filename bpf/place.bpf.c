@@ -159,10 +159,26 @@ static s32 pick_idle(struct task_struct *p, s32 prev_cpu, u64 wake_flags, s32 ho
 }
 
 /*
+ * Whether @p and its waker @cur hand off to each other (a pipe's two ends): @cur was itself
+ * last woken through runnext by @p. A pair's waker sleeps as it wakes its partner, so the
+ * partner may skip the steal-visible queue (enqueue_runnext). One waker and many wakees (a
+ * hackbench sender) is not a pair: its wakees must stay where idle CPUs can steal them.
+ */
+static __always_inline void note_runnext_pair(struct task_struct *cur, struct task_struct *p,
+					      struct task_ctx *tctx)
+{
+	struct task_ctx *wctx = task_ctx(cur);
+
+	tctx->runnext_pair = wctx && wctx->runnext_waker == p->pid;
+	tctx->runnext_waker = cur->pid;
+}
+
+/*
  * runnext: a synchronous wakeup by the scx_gmp task running here. The wakee goes to the head
- * of this CPU's queue (ops.enqueue puts it there) and inherits the waker's remaining slice,
- * so a chain of hand-offs shares one slice and cannot hold the queue head for longer than
- * slice_ns. Returns this CPU, or -1 if the wakeup does not qualify.
+ * of this CPU's queue, or a pair's into its local DSQ (ops.enqueue puts it there), and
+ * inherits the waker's remaining slice, so a chain of hand-offs shares one slice and cannot
+ * hold the queue head for longer than slice_ns. Returns this CPU, or -1 if the wakeup does
+ * not qualify.
  */
 static __always_inline s32 select_runnext(struct task_struct *p, struct task_ctx *tctx,
 					  u64 wake_flags)
@@ -181,6 +197,7 @@ static __always_inline s32 select_runnext(struct task_struct *p, struct task_ctx
 	    !bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr))
 		return -1;
 	tctx->runnext_slice = cur->scx.slice;
+	note_runnext_pair(cur, p, tctx);
 	return this_cpu;
 }
 

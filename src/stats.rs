@@ -49,7 +49,7 @@ macro_rules! counters {
 
 counters! {
     gmp_stat_ST_DISP_LOCAL => disp_local:
-        "dispatches from the CPU's own queue (runnext included)",
+        "dispatches from the CPU's own queue (runnext included, except a pair's)",
     gmp_stat_ST_DISP_RUNNEXT => disp_runnext:
         "task starts through the runnext slot",
     gmp_stat_ST_DISP_SHARED => disp_shared:
@@ -149,6 +149,9 @@ counters! {
     gmp_stat_ST_ENQ_BURST_REST => enq_burst_rest:
         "tasks whose turn ran out within their first two turns since waking, queued at their \
          CPU's queue tail instead of the shared queue",
+    gmp_stat_ST_ENQ_RUNNEXT_PAIR => enq_runnext_pair:
+        "runnext wakeups between a pair handing off to each other, put straight into the \
+         CPU's local DSQ (counted in enq_runnext too)",
 }
 
 const _: () = {
@@ -460,6 +463,8 @@ pub struct Enqueue {
     pub resumed: u64,
     #[stat(desc = "enq_burst_rest in the interval")]
     pub burst_rest: u64,
+    #[stat(desc = "enq_runnext_pair in the interval")]
+    pub runnext_pair: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Stats)]
@@ -645,6 +650,7 @@ impl Report<'_> {
                 evicted: t.evicted,
                 resumed: t.enq_resumed,
                 burst_rest: t.enq_burst_rest,
+                runnext_pair: t.enq_runnext_pair,
             },
             preempt: Preempt {
                 sysmon: t.preempt_sysmon,
@@ -980,7 +986,8 @@ mod tests {
         r#""shared":6,"steal_llc":10,"steal_looks":88,"steal_node":12,"steal_remote":14,"#,
         r#""steal_tries":86},"#,
         r#""enqueue":{"burst_rest":98,"direct_idle":28,"evicted":68,"local":20,"overflow":24,"pinned":30,"#,
-        r#""preempted":26,"reenq":32,"resumed":74,"runnext":22,"stranded":66},"#,
+        r#""preempted":26,"reenq":32,"resumed":74,"runnext":22,"runnext_pair":100,"#,
+        r#""stranded":66},"#,
         r#""idle_procs":1,"interval_s":1.0,"kicks":{"idle":38,"preempt":40,"stuck":82},"#,
         r#""latency_us":{"max":67108864,"p50":98304,"p99":67108864,"samples":56},"#,
         r#""local_queued":[3,0],"numa":{"local":42,"migrations":46,"migrations_node":48,"#,
@@ -1025,6 +1032,7 @@ mod tests {
         ("enqueue.reenq", "int"),
         ("enqueue.resumed", "int"),
         ("enqueue.runnext", "int"),
+        ("enqueue.runnext_pair", "int"),
         ("enqueue.stranded", "int"),
         ("idle_procs", "int"),
         ("interval_s", "float"),

@@ -7,18 +7,22 @@ t_runnext() {
   perf bench sched pipe -l 30000 > "$LOGS/runnext-pipe.log" 2>&1; local prc=$?
   sleep 1.5
   stop_sched INT
-  local f=$LOGS/runnext.out rn loc sh ft st di total share
+  local f=$LOGS/runnext.out rn loc sh ft st di pair enq total share pshare
   rn=$(json_sum "$f" dispatch.runnext); loc=$(json_sum "$f" dispatch.local)
   sh=$(json_sum "$f" dispatch.shared); ft=$(json_sum "$f" dispatch.fair_tick)
   st=$(( $(json_sum "$f" dispatch.steal_llc) + $(json_sum "$f" dispatch.steal_node) + $(json_sum "$f" dispatch.steal_remote) ))
   di=$(json_sum "$f" enqueue.direct_idle)
-  total=$((loc + sh + ft + st + di))
+  # A pair's hand-off goes straight to the local DSQ and starts without a dispatch.
+  pair=$(json_sum "$f" enqueue.runnext_pair); enq=$(json_sum "$f" enqueue.runnext)
+  total=$((loc + sh + ft + st + di + pair))
   share=$(awk -v a="$rn" -v b="$total" 'BEGIN { printf "%.2f", b ? a / b : 0 }')
+  pshare=$(awk -v a="$pair" -v b="$enq" 'BEGIN { printf "%.2f", b ? a / b : 0 }')
   local usec; usec=$(awk '/usecs\/op/ { print $1 }' "$LOGS/runnext-pipe.log")
   if [ "$prc" -ne 0 ]; then fail runnext "perf bench exit $prc"
   elif [ "$SCHED_RC" -ne 0 ]; then fail runnext "scheduler exit $SCHED_RC"
   elif awk -v s="$share" 'BEGIN { exit !(s < 0.5) }'; then fail runnext "runnext share $share of $total task starts (want >= 0.5)"
-  else pass runnext "pipe ping-pong: $rn of $total task starts through runnext (share $share), $usec us/op"
+  elif awk -v s="$pshare" 'BEGIN { exit !(s < 0.8) }'; then fail runnext "only $pair of $enq runnext hand-offs went to the local DSQ as a pair (share $pshare, want >= 0.8)"
+  else pass runnext "pipe ping-pong: $rn of $total task starts through runnext (share $share), $pair of $enq hand-offs as a pair ($pshare), $usec us/op"
   fi
 }
 
