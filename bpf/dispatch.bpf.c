@@ -182,14 +182,17 @@ static __always_inline bool clear_kicked(struct cpu_ctx *cctx, u32 node)
 }
 
 /* A non-proc runs only its own queue: tasks allowed on no proc (see evict_from). */
-static __always_inline void dispatch_non_proc(s32 cpu, struct task_struct *prev)
+static __always_inline void dispatch_non_proc(s32 cpu, struct cpu_ctx *cctx,
+					      struct task_struct *prev)
 {
 	if (scx_bpf_dsq_nr_queued(cpu) > 0)
 		evict_from(cpu);
-	if (scx_bpf_dsq_move_to_local(cpu, 0))
+	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
 		stat_add(ST_DISP_LOCAL, 1);
-	else
-		keep_prev(cpu, prev);
+		return;
+	}
+	cg_fold(cctx, now_ns());
+	keep_prev(cpu, prev);
 }
 
 /*
@@ -234,9 +237,10 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	was_kicked = clear_kicked(cctx, node);
 	cctx->schedtick++;
+	cg_fold_due(cctx, now_ns());
 
 	if (!is_proc(cpu)) {
-		dispatch_non_proc(cpu, prev);
+		dispatch_non_proc(cpu, cctx, prev);
 		return;
 	}
 	if (dispatch_fair_tick(cpu, cctx, node))
@@ -261,5 +265,7 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 			wakep_any(node);
 		return;
 	}
+	/* Out of work: nothing may come by to fold what this CPU holds (cg_hold). */
+	cg_fold(cctx, now_ns());
 	keep_prev(cpu, prev);
 }

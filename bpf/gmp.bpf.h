@@ -69,6 +69,12 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 #define TURN_MAX_NS (TURN_MAX_US * 1000ULL)
 /* cgroup levels followed for weights; deeper levels count as their ancestor. Untuned. */
 #define MAX_CG_DEPTH 16
+/*
+ * A CPU folds the cgroup count changes it holds into the cgroup's shared counters at most
+ * once per CG_FOLD_NS (see cg_hold): CFS's rate for folding a CPU's share of a task group's
+ * load into the group's (update_tg_load_avg, once a millisecond).
+ */
+#define CG_FOLD_NS (1000 * 1000ULL)
 /* sysmon looks at queue heads for the starvation warning this often. Untuned. */
 #define STARVE_SCAN_NS (10 * 1000 * 1000ULL)
 /* A task settles on a new home node after this many starts in a row there. Untuned. */
@@ -161,6 +167,10 @@ struct cpu_ctx {
 	 * from every CPU on every wakeup.
 	 */
 	s64 runnable_delta; /* cgroup-counted tasks made runnable less those gone quiescent here */
+	/* Held for one cgroup until folded into its cgrp_ctx (cg_hold, cg_fold). */
+	u64 cg_held_id;     /* the cgroup; 0: none */
+	u64 cg_folded_at;   /* when this CPU last folded, or took the cgroup */
+	s64 cg_held_n;      /* its tasks made runnable less those gone quiescent, not yet folded */
 	u64 vtime_max;      /* the highest vtime of a task that started here */
 } __attribute__((aligned(64)));
 
@@ -191,12 +201,7 @@ struct task_ctx {
 	u8 cg_counted;
 };
 
-/* Per-cgroup state for cpu.weight (see cg_account). */
-struct cgrp_ctx {
-	s64 child_weight_sum; /* weights of active child cgroups + WEIGHT_ONE per runnable task */
-	s64 nr_active;        /* active child cgroups + runnable tasks directly in this cgroup */
-	u64 weight;           /* cpu.weight, 1..10000, 100 by default */
-};
+/* struct cgrp_ctx, per-cgroup state for cpu.weight, is in intf.h: the loader reads it. */
 
 /* ---- Globals (bss: the loader reads several of them) ---- */
 
@@ -230,6 +235,7 @@ u64 starve_scan_at;
 struct gmp_wait_rec wait_recs[MAX_CPUS];  /* read and cleared by the loader each interval */
 s64 nr_runnable_total;                    /* the sum of runnable_delta, as of the last pass */
 s64 nr_task_ctxs, nr_cgrp_ctxs;           /* live entries of task_ctxs and cgrp_ctxs */
+u64 cg_root_id;                           /* the root cgroup's id, from its ops.cgroup_init */
 s64 last_ctx_err;                         /* errno of the last failed state allocation */
 
 /*

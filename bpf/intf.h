@@ -108,6 +108,7 @@ enum gmp_stat {
 	ST_PICK_DUE,         /* shared_pick took the head in order: it was due (pick_due) */
 	ST_ENQ_BURST_REST,   /* turn ran out within BURST_LOCAL_TURNS of a wakeup: its CPU's queue tail */
 	ST_ENQ_RUNNEXT_PAIR, /* runnext wakees of a pair, put straight into the local DSQ (of ST_ENQ_RUNNEXT) */
+	ST_CG_FOLDS,         /* folds of a CPU's held cgroup counts into the cgroup's shared ones */
 	GMP_NR_STATS,
 };
 
@@ -120,6 +121,16 @@ struct gmp_wait_rec {
 	int pid;
 	unsigned int still_waiting;
 	char comm[16];
+};
+
+/*
+ * Per-cgroup state for cpu.weight (bpf/weights.bpf.c), in the cgrp_ctxs map keyed by cgroup
+ * id. The loader reads the root cgroup's to report nr_active.
+ */
+struct cgrp_ctx {
+	long long child_weight_sum; /* weights of active child cgroups + 100 per runnable task */
+	long long nr_active;        /* active child cgroups + runnable tasks directly in this cgroup */
+	unsigned long long weight;  /* cpu.weight, 1..10000, 100 by default */
 };
 
 struct gmp_pcpu_stats {

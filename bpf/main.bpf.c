@@ -58,8 +58,13 @@ UEI_DEFINE(uei);
 
 void BPF_STRUCT_OPS(gmp_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+
 	/* A higher class took this CPU: hand what waits in its local DSQ back to ops.enqueue. */
 	scx_bpf_reenqueue_local();
+	/* It may not dispatch for a while: fold what it holds (cg_hold). */
+	if (cctx)
+		cg_fold(cctx, now_ns());
 }
 
 /* One cpu_dsq per CPU and one shared_dsq per node, each on its node's memory. */

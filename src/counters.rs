@@ -2,6 +2,7 @@
 //! lengths, running tasks, state counts), the longest-wait records and the last failed state
 //! allocation. The records are cleared as they are read.
 
+use crate::bpf_intf::cgrp_ctx;
 use crate::bpf_skel::BpfSkel;
 use crate::stats::{Gauges, Sample, WaitRec};
 use crate::topo::TopoMaps;
@@ -60,7 +61,31 @@ pub fn gauges(skel: &BpfSkel, topo: &TopoMaps, procs: Vec<usize>) -> Gauges {
     g.homeless_running = bss.homeless_running[..topo.nr_nodes].to_vec();
     g.task_ctxs = bss.nr_task_ctxs;
     g.cgrp_ctxs = bss.nr_cgrp_ctxs;
+    g.cgrp_root_active = root_active(skel, bss.cg_root_id);
     g
+}
+
+/// The root cgroup's `nr_active` as the weights count it (active top-level cgroups and
+/// runnable tasks directly in the root); 0 without cgroup weights or before the root's state
+/// exists. Counts that leaked would leave it above the live work once the machine is quiet.
+fn root_active(skel: &BpfSkel, root_id: u64) -> i64 {
+    if root_id == 0 {
+        return 0;
+    }
+    let Ok(Some(v)) = skel
+        .maps
+        .cgrp_ctxs
+        .lookup(&root_id.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+    else {
+        return 0;
+    };
+    if v.len() < std::mem::size_of::<cgrp_ctx>() {
+        return 0;
+    }
+    // SAFETY: the map's value is a struct cgrp_ctx (bpf/intf.h), checked long enough above;
+    // read unaligned since the Vec's buffer need not be aligned for it.
+    let c: cgrp_ctx = unsafe { std::ptr::read_unaligned(v.as_ptr().cast()) };
+    c.nr_active
 }
 
 /// The longest wait any CPU recorded since the last call; the records are cleared.

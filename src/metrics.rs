@@ -56,6 +56,11 @@ pub struct Metrics {
     pub task_ctxs: i64,
     #[stat(desc = "per-cgroup states held by the BPF side (one per cgroup)")]
     pub cgrp_ctxs: i64,
+    #[stat(
+        desc = "the root cgroup's active child cgroups and runnable tasks, as cgroup weights \
+                count them"
+    )]
+    pub cgrp_root_active: i64,
     #[stat(desc = "the counters summed over every CPU, cumulative")]
     pub total: Counters,
     #[stat(desc = "per CPU, by CPU id")]
@@ -121,6 +126,7 @@ impl Metrics {
             restarts: g.restarts,
             task_ctxs: g.task_ctxs,
             cgrp_ctxs: g.cgrp_ctxs,
+            cgrp_root_active: g.cgrp_root_active,
             total: sample.total(),
             cpus,
             nodes,
@@ -173,6 +179,7 @@ impl Metrics {
             restarts: self.restarts,
             task_ctxs: self.task_ctxs,
             cgrp_ctxs: self.cgrp_ctxs,
+            cgrp_root_active: self.cgrp_root_active,
             cpu_node: self.by_cpu(|m| m.node),
             longest_wait: WaitRec {
                 wait_us: self.longest_wait_us,
@@ -443,6 +450,7 @@ pub(crate) mod tests {
             restarts: 1,
             task_ctxs: 12,
             cgrp_ctxs: 3,
+            cgrp_root_active: 2,
             cpu_node: vec![0, 0, 1, 1],
             longest_wait: WaitRec {
                 wait_us: 1500 * k,

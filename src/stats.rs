@@ -152,6 +152,10 @@ counters! {
     gmp_stat_ST_ENQ_RUNNEXT_PAIR => enq_runnext_pair:
         "runnext wakeups between a pair handing off to each other, put straight into the \
          CPU's local DSQ (counted in enq_runnext too)",
+    gmp_stat_ST_CG_FOLDS => cg_folds:
+        "folds of the cgroup count changes a CPU held into the cgroup's shared counters (a \
+         busy CPU folds at most once a millisecond unless tasks of several cgroups alternate \
+         on it, an idle one at once)",
 }
 
 const _: () = {
@@ -318,6 +322,8 @@ pub struct Gauges {
     /// cgroup counts; growth beyond them would be a leak).
     pub task_ctxs: i64,
     pub cgrp_ctxs: i64,
+    /// The root cgroup's active children and runnable tasks, as cgroup weights count them.
+    pub cgrp_root_active: i64,
     /// NUMA node of each CPU (index: CPU id).
     pub cpu_node: Vec<u32>,
     /// The longest wait to run seen in the last second.
@@ -574,6 +580,13 @@ pub struct Ctx {
     pub cgroups: i64,
     #[stat(desc = "ctx_alloc_fail in the interval")]
     pub alloc_fail: u64,
+    #[stat(desc = "cg_folds in the interval")]
+    pub cgroup_folds: u64,
+    #[stat(
+        desc = "the root cgroup's active child cgroups and runnable tasks, as cgroup weights \
+                count them now (0 with --no-cgroup-weights)"
+    )]
+    pub root_active: i64,
 }
 
 /// A JSON boolean. scx_stats describes integers, floats, strings and structs only; this
@@ -699,6 +712,8 @@ impl Report<'_> {
                 tasks: self.g.task_ctxs,
                 cgroups: self.g.cgrp_ctxs,
                 alloc_fail: t.ctx_alloc_fail,
+                cgroup_folds: t.cg_folds,
+                root_active: self.g.cgrp_root_active,
             },
             restarts: self.g.restarts,
         }
@@ -943,6 +958,7 @@ mod tests {
             restarts: 0,
             task_ctxs: 0,
             cgrp_ctxs: 0,
+            cgrp_root_active: 0,
             cpu_node: vec![0, 0],
             longest_wait: WaitRec {
                 wait_us: 612_000,
@@ -981,7 +997,8 @@ mod tests {
     }
 
     const PINNED_JSON: &str = concat!(
-        r#"{"busy_pct":[0.0,0.0],"ctx":{"alloc_fail":80,"cgroups":0,"tasks":0},"#,
+        r#"{"busy_pct":[0.0,0.0],"#,
+        r#""ctx":{"alloc_fail":80,"cgroup_folds":102,"cgroups":0,"root_active":0,"tasks":0},"#,
         r#""dispatch":{"fair_tick":8,"keep_prev":16,"lag":72,"local":2,"pick_due":96,"runnext":4,"#,
         r#""shared":6,"steal_llc":10,"steal_looks":88,"steal_node":12,"steal_remote":14,"#,
         r#""steal_tries":86},"#,

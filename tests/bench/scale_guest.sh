@@ -56,7 +56,7 @@ def total(path):
     return s
 secs = sum(o.get("interval_s", 0) for o in objs) or 1
 for key in ("sysmon_runs", "sysmon_visits", "sysmon_ns", "turn_timer", "dispatch.steal_tries",
-            "dispatch.steal_looks", "preempt.sysmon", "kicks.preempt"):
+            "dispatch.steal_looks", "preempt.sysmon", "kicks.preempt", "ctx.cgroup_folds"):
     if total(key) is not None:
         print(key.replace(".", "_"), total(key))
 print("seconds", "%.1f" % secs)

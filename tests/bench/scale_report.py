@@ -41,6 +41,8 @@ def figures(v, n, load_name):
         "looks_try": div(g.get("dispatch_steal_looks", 0), g.get("dispatch_steal_tries", 0)),
         "timers_cpu_s": div(g.get("turn_timer", 0), secs * n),
         "kicks_cpu_s": div(g.get("kicks_preempt", 0), secs * n),
+        # Writes of cgroup counters shared across CPUs; nan for builds from before folds.
+        "folds_cpu_s": div(g.get("ctx_cgroup_folds", float("nan")), secs * n),
         "share_gmp": g.get("kernel_share", float("nan")),
         "share_eevdf": e.get("kernel_share", float("nan")),
     }
@@ -56,7 +58,8 @@ def fmt(x, d=1):
 
 def table(v, sizes, load_name):
     head = ["CPUs", "sysmon passes/s", "CPUs per pass", "visits per CPU per s", "ns per pass",
-            "queues per steal try", "preempt kicks per CPU per s", "turn timers per CPU per s"]
+            "queues per steal try", "preempt kicks per CPU per s", "turn timers per CPU per s",
+            "cgroup folds per CPU per s"]
     head += ["ns/call " + p[4:] for p in PROGS]
     head += ["kernel share scx_gmp", "kernel share EEVDF", "ratio"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -64,7 +67,7 @@ def table(v, sizes, load_name):
         f = figures(v, n, load_name)
         row = [str(n), fmt(f["passes_s"]), fmt(f["visits_pass"]), fmt(f["visits_cpu_s"]),
                fmt(f["ns_pass"], 0), fmt(f["looks_try"], 2), fmt(f["kicks_cpu_s"], 2),
-               fmt(f["timers_cpu_s"], 2)]
+               fmt(f["timers_cpu_s"], 2), fmt(f["folds_cpu_s"])]
         row += [fmt(f[p], 0) for p in PROGS]
         row += [fmt(100 * f["share_gmp"]) + "%", fmt(100 * f["share_eevdf"]) + "%",
                 fmt(f["share_ratio"], 2)]
@@ -77,7 +80,8 @@ def targets(v, sizes, load_name):
     out = [f"{sizes[-1]} CPUs over {sizes[0]} CPUs ({load_name}; target: at most {TARGET}x, "
            "kernel share ratio no higher):", ""]
     checks = [("sysmon visits per CPU per s", "visits_cpu_s"),
-              ("queues per steal try", "looks_try")]
+              ("queues per steal try", "looks_try"),
+              ("cgroup folds per CPU per s", "folds_cpu_s")]
     checks += [("ns/call " + p[4:], p) for p in PROGS]
     for name, k in checks:
         r = div(hi[k], lo[k])

@@ -60,6 +60,65 @@ t_cgroup_weight() {
   ratio_case cgroup_weight "cpu.weight 300 : 100 with $NCPU hogs each" cgroup_ratio 12 2.5 3.6 --stats 1 --json
 }
 
+# CPU-time ratio over $1 s of two sibling cgroups with cpu.weight 100 and 300, 2 * NCPU tasks
+# each that run 6 ms and sleep 1 ms: their counts change on every wakeup, where hogs' never do, so
+# this is the case that sees the counts folded late or wrongly (cg_hold). CPU time from each
+# cgroup's cpu.stat, in ms.
+sleeper_cgroup_ratio() {
+  local base=/sys/fs/cgroup pids=() i a0 b0 a1 b1
+  local loop='import time
+while True:
+    t = time.perf_counter() + 0.006
+    while time.perf_counter() < t:
+        pass
+    time.sleep(0.001)'
+  echo +cpu > "$base/cgroup.subtree_control" 2>/dev/null
+  mkdir -p "$base/gmp-s100" "$base/gmp-s300"
+  echo 100 > "$base/gmp-s100/cpu.weight"; echo 300 > "$base/gmp-s300/cpu.weight"
+  for ((i = 0; i < 2 * NCPU; i++)); do
+    sh -c "echo \$\$ > $base/gmp-s100/cgroup.procs; exec python3 -c '$loop'" & pids+=($!)
+    sh -c "echo \$\$ > $base/gmp-s300/cgroup.procs; exec python3 -c '$loop'" & pids+=($!)
+  done
+  sleep 1
+  a0=$(cg_usage_ms gmp-s100); b0=$(cg_usage_ms gmp-s300)
+  sleep "$1"
+  a1=$(cg_usage_ms gmp-s100); b1=$(cg_usage_ms gmp-s300)
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  rmdir "$base/gmp-s100" "$base/gmp-s300" 2>/dev/null
+  awk -v a=$((a1 - a0)) -v b=$((b1 - b0)) 'BEGIN { printf "%.2f %d %d\n", a ? b / a : 999, a, b }'
+}
+cg_usage_ms() { awk '$1 == "usage_usec" { printf "%d\n", $2 / 1000 }' "/sys/fs/cgroup/$1/cpu.stat"; }
+
+t_cgroup_weight_sleepers() {
+  grep -q cpu /sys/fs/cgroup/cgroup.controllers || { fail cgroup_weight_sleepers "no cpu controller"; return; }
+  ratio_case cgroup_weight_sleepers "cpu.weight 300 : 100, $((2 * NCPU)) tasks each running 6 ms per 1 ms asleep (CPU ms)" \
+    sleeper_cgroup_ratio 12 1.8 3.4 --stats 1 --json
+}
+
+# Message passing inside one cgroup: each wakeup and each sleep changes the cgroup's count.
+# A busy CPU folds its changes into the cgroup's shared counters at most once a millisecond, an
+# idle one at once; folding every change would read 2 per wakeup.
+t_cgroup_folds() {
+  local cg=/sys/fs/cgroup/gmp-mp f=$LOGS/cgroup_folds.out folds wakes secs per_wake
+  grep -q cpu /sys/fs/cgroup/cgroup.controllers || { fail cgroup_folds "no cpu controller"; return; }
+  mkdir -p "$cg"
+  start_sched cgroup_folds --stats 1 --json || { fail cgroup_folds "did not load"; rmdir "$cg"; return; }
+  sh -c "echo \$\$ > $cg/cgroup.procs; exec hackbench -g 2 -l 2000" > "$LOGS/cgroup_folds-hackbench.log" 2>&1
+  sleep 1.2
+  stop_sched INT
+  rmdir "$cg" 2>/dev/null
+  folds=$(json_sum "$f" ctx.cgroup_folds); wakes=$(json_sum "$f" latency_us.samples)
+  secs=$(awk '/Time:/ {print $2}' "$LOGS/cgroup_folds-hackbench.log")
+  per_wake=$(awk -v f="$folds" -v w="$wakes" 'BEGIN { printf "%.3f", w ? f / w : 1 }')
+  if [ "$SCHED_RC" -ne 0 ]; then fail cgroup_folds "scheduler exit $SCHED_RC"
+  elif [ -z "$secs" ]; then fail cgroup_folds "hackbench did not finish"
+  elif [ "$wakes" -lt 1000 ]; then fail cgroup_folds "only $wakes wakeups counted"
+  elif awk -v p="$per_wake" 'BEGIN { exit !(p > 1.3) }'; then
+    fail cgroup_folds "$folds folds for $wakes wakeups ($per_wake per wakeup; want at most 1.3)"
+  else pass cgroup_folds "hackbench -g 2 in one cgroup ($secs s): $folds folds of held cgroup counts for $wakes wakeups ($per_wake per wakeup)"
+  fi
+}
+
 # --no-cgroup-weights: the same cgroups share equally (the flag really turns it off).
 t_no_cgroup_weights() {
   local gmp r
