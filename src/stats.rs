@@ -147,7 +147,7 @@ counters! {
     gmp_stat_ST_PICK_DUE => pick_due:
         "shared-queue picks that took the head in order because it had waited its bound",
     gmp_stat_ST_ENQ_BURST_REST => enq_burst_rest:
-        "tasks whose turn ran out within their first two turns since waking, queued at their \
+        "tasks whose turn ran out soon after they woke (the rest of a burst), queued at their \
          CPU's queue tail instead of the shared queue",
     gmp_stat_ST_ENQ_RUNNEXT_PAIR => enq_runnext_pair:
         "runnext wakeups between a pair handing off to each other, put straight into the \
