@@ -70,9 +70,10 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 /* cgroup levels followed for weights; deeper levels count as their ancestor. Untuned. */
 #define MAX_CG_DEPTH 16
 /*
- * A CPU folds the cgroup count changes it holds into the cgroup's shared counters at most
- * once per CG_FOLD_NS (see cg_hold): CFS's rate for folding a CPU's share of a task group's
- * load into the group's (update_tg_load_avg, once a millisecond).
+ * A busy CPU running one cgroup's tasks folds the count changes it holds into the cgroup's
+ * shared counters at most once per CG_FOLD_NS (cg_hold says when else it folds): CFS's rate
+ * for folding a CPU's share of a task group's load into the group's (update_tg_load_avg,
+ * once a millisecond).
  */
 #define CG_FOLD_NS (1000 * 1000ULL)
 /* sysmon looks at queue heads for the starvation warning this often. Untuned. */
