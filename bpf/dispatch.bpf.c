@@ -153,12 +153,16 @@ __noinline int shared_pick(s32 cpu, u32 node)
  * Nothing else to run: the previous task keeps the CPU with a fresh slice (the kernel keeps
  * a runnable prev whose slice ops.dispatch refilled), unless it is on a non-proc and may run
  * on a proc, or is away from home: then it is left alone, and SCX_OPS_ENQ_LAST hands it to
- * ops.enqueue, which moves it.
+ * ops.enqueue, which moves it. Either way the CPU folds its held cgroup counts first: out of
+ * work, nothing may come by that would fold them (cg_hold).
  */
 static void keep_prev(s32 cpu, struct task_struct *prev)
 {
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
 	struct task_ctx *tctx;
 
+	if (cctx)
+		cg_fold(cctx, now_ns());
 	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED))
 		return;
 	if (!is_proc(cpu) && prev->nr_cpus_allowed > 1 && !is_migration_disabled(prev) &&
@@ -167,7 +171,7 @@ static void keep_prev(s32 cpu, struct task_struct *prev)
 	tctx = task_ctx(prev);
 	if (away_from_home(tctx, node_of(cpu)))
 		return;
-	renew_turn(cpu_ctx(cpu), prev, tctx);
+	renew_turn(cctx, prev, tctx);
 	stat_add(ST_DISP_KEEP_PREV, 1);
 }
 
@@ -182,17 +186,14 @@ static __always_inline bool clear_kicked(struct cpu_ctx *cctx, u32 node)
 }
 
 /* A non-proc runs only its own queue: tasks allowed on no proc (see evict_from). */
-static __always_inline void dispatch_non_proc(s32 cpu, struct cpu_ctx *cctx,
-					      struct task_struct *prev)
+static __always_inline void dispatch_non_proc(s32 cpu, struct task_struct *prev)
 {
 	if (scx_bpf_dsq_nr_queued(cpu) > 0)
 		evict_from(cpu);
-	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
+	if (scx_bpf_dsq_move_to_local(cpu, 0))
 		stat_add(ST_DISP_LOCAL, 1);
-		return;
-	}
-	cg_fold(cctx, now_ns());
-	keep_prev(cpu, prev);
+	else
+		keep_prev(cpu, prev);
 }
 
 /*
@@ -240,7 +241,7 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 	cg_fold_due(cctx, now_ns());
 
 	if (!is_proc(cpu)) {
-		dispatch_non_proc(cpu, cctx, prev);
+		dispatch_non_proc(cpu, prev);
 		return;
 	}
 	if (dispatch_fair_tick(cpu, cctx, node))
@@ -265,7 +266,5 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 			wakep_any(node);
 		return;
 	}
-	/* Out of work: nothing may come by to fold what this CPU holds (cg_hold). */
-	cg_fold(cctx, now_ns());
 	keep_prev(cpu, prev);
 }
