@@ -266,28 +266,30 @@ trace_on() {
   done
   echo 1 > "$TRACEFS/tracing_on"
 }
-trace_off() { # WORKLOAD [COMM]: stops the trace and emits its summary
+trace_off() { # WORKLOAD [--after-forks] [COMM]: stops the trace and emits its summary
   echo 0 > "$TRACEFS/tracing_on"
   local lost; lost=$(awk '/^overrun:/ { s += $2 } END { print s + 0 }' "$TRACEFS"/per_cpu/cpu*/stats)
   cat "$TRACEFS/trace" > "$OUT/trace.tmp"
   echo 0 > "$TRACEFS/events/enable"
   emit "$1" lost_events "$lost"
-  python3 "$(dirname "$0")/trace_stats.py" "$OUT/trace.tmp" ${2:+"$2"} |
-    while read -r k v; do emit "$1" "$k" "$v"; done
+  local w=$1; shift
+  python3 "$(dirname "$0")/trace_stats.py" "$OUT/trace.tmp" "$@" |
+    while read -r k v; do emit "$w" "$k" "$v"; done
   rm -f "$OUT/trace.tmp"
 }
 # Each traced run follows an untraced one of the same command: the parse before it leaves the
 # guest nearly idle for seconds, after which scx_gmp's --procs auto has shrunk its set, and a
 # traced burst from a shrunk set measured the set growing (docs/benchmarks.md).
-traced() { # WORKLOAD COMMAND...
-  local w=$1; shift
+# hackbench's figures count from its last fork (--after-forks), as its timer does.
+traced() { # WORKLOAD TRACE_STATS_FLAG COMMAND...
+  local w=$1 flag=$2; shift 2
   "$@" > /dev/null 2>&1
-  trace_on; "$@" > /dev/null 2>&1; trace_off "$w"
+  trace_on; "$@" > /dev/null 2>&1; trace_off "$w" ${flag:+"$flag"}
 }
 w_trace() {
-  traced trace_hackbench_thread_g4 hackbench -T -g 4 -l 25
-  traced trace_hackbench_proc_g8 hackbench -g 8 -l 12
-  traced trace_pipe perf bench sched pipe -l 5000
+  traced trace_hackbench_thread_g4 --after-forks hackbench -T -g 4 -l 25
+  traced trace_hackbench_proc_g8 --after-forks hackbench -g 8 -l 12
+  traced trace_pipe "" perf bench sched pipe -l 5000
   stress-ng --temp-path /tmp -q --cpu "$N" --fork "$N" -t 6 &
   local bp=$!
   "$OUT/frames" "$FRAME_ITERS" 60 5 > /dev/null 2>&1 &

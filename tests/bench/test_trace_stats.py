@@ -32,8 +32,30 @@ class TraceStats(unittest.TestCase):
                  sw(1, 100.002, 11, "R+", 12), sw(0, 100.004, 0, "R", 11),
                  sw(1, 100.005, 12, "S", 0)])
         self.assertAlmostEqual(r["idle_waiting_pct"], 30.0, places=3)
+        # Task 12 ran on CPU 1 while CPU 0 idled (left); task 11 ran on CPU 0 (picked up late).
+        self.assertAlmostEqual(r["idle_waiting_left_pct"], 10.0, places=3)
+        self.assertAlmostEqual(r["idle_waiting_pickup_pct"], 20.0, places=3)
         self.assertAlmostEqual(r["idle_pct"], 40.0, places=3)
         self.assertAlmostEqual(r["preempt_pct"], 50.0, places=3)
+
+    def test_restart_counts_from_there(self):
+        # The idle wait before the restart (task 12, 1-2 ms) is not counted; task 11, preempted
+        # before it and still waiting, is counted from it (3-4 ms of the 4 ms after 101.0).
+        tr = trace_stats.Trace(None)
+        lines = [sw(1, 100.0, 0, "R", 11), sw(0, 100.0, 0, "R", 0), wk(1, 100.001, 12),
+                 sw(1, 100.002, 11, "R+", 12), sw(1, 100.003, 12, "S", 13),
+                 sw(0, 100.004, 0, "R", 11), sw(1, 100.005, 13, "S", 0)]
+        for line in lines[:4]:
+            tr.feed(line)
+        tr.advance(100.003)
+        tr.restart()
+        for line in lines[4:]:
+            tr.feed(line)
+        r = dict(tr.report())
+        self.assertAlmostEqual(r["span_s"], 0.002, places=6)
+        self.assertAlmostEqual(r["idle_waiting_pct"], 25.0, places=3)
+        self.assertAlmostEqual(r["idle_waiting_pickup_pct"], 25.0, places=3)
+        self.assertEqual(r["wakeups"], 0)
 
     def test_wakeup_latency_and_remote(self):
         # Woken on CPU 1, runs 500 us later on CPU 0: one remote wakeup.

@@ -3,7 +3,7 @@
 trace workload reads it) into the figures that say where a message-passing or frame run's
 time went, as "metric value" lines:
 
-    trace_stats.py TRACE [COMM]
+    trace_stats.py TRACE [--after-forks] [COMM]
 
   wake_p50_us, wake_p99_us  wakeup (sched_waking) to running (sched_switch in), per wakeup
   wake_remote_pct           wakeups that ran on another CPU than the one that woke them
@@ -13,7 +13,13 @@ time went, as "metric value" lines:
   idle_pct                  CPU time idle
   idle_waiting_pct          CPU time idle while a task waited to run: min(idle CPUs, waiting
                             tasks) summed over time, the work-conservation loss
-With COMM, the same wakeup and preemption figures for that task name alone (prefixed "task_"),
+  idle_waiting_pickup_pct   the part of it where the waiting task later ran on the CPU that
+                            idled: that CPU came to it late (a kick, or an idle exit, slow)
+  idle_waiting_left_pct     the part where it ran on another CPU: the idle one never took it
+                            (the loss is shared out evenly over the waiting tasks and idle CPUs)
+--after-forks counts only what follows the trace's last task creation (sched_wakeup_new):
+hackbench times its messages, not the forks that set them up, which idle CPUs as tasks are
+made one by one. With COMM, the same wakeup and preemption figures for that task name alone (prefixed "task_"),
 and its mean run time between two switches.
 """
 import re
@@ -42,15 +48,27 @@ class Trace:
         self.on_cpu = {}     # pid: cpu, for the tasks running now
         self.woken = {}      # pid: (time, waker cpu), woken and not yet running
         self.waiting = set()  # woken or preempted, not running
+        self.task_in = {}    # pid: when the task named comm last switched in
         self.last = None
+        # The idle-while-waiting loss split by where each waiting task ran in the end, known
+        # only then: per CPU, the running integral of the loss one waiting task owes while
+        # that CPU idles; each waiting task keeps the integrals' values from when its wait began.
+        self.owed = {}       # cpu: integral of min(I, W) / (I * W) dt while that CPU idles
+        self.wait_from = {}  # pid: {cpu: owed[cpu]} when its wait began
+        self.restart()
+
+    def restart(self):
+        """Counts from here on only; what runs and what waits carries over."""
         self.first = None
+        self.wait_from = {pid: dict(self.owed) for pid in self.waiting}
         self.lost_s = 0.0    # idle CPU time while work waited
+        self.pickup_s = self.left_s = 0.0
         self.idle_s = 0.0
         self.cpu_s = 0.0
         self.switches = self.preempts = self.migrations = 0
         self.wake_us, self.remote, self.task_wake_us = [], 0, []
         self.task_out = self.task_preempts = 0
-        self.task_run_s, self.task_in = [], {}
+        self.task_run_s = []
 
     def advance(self, t):
         if self.last is not None and t > self.last:
@@ -58,6 +76,11 @@ class Trace:
             self.idle_s += dt * self.idle
             self.cpu_s += dt * len(self.running)
             self.lost_s += dt * min(self.idle, len(self.waiting))
+            if self.idle and self.waiting:
+                share = dt * min(self.idle, len(self.waiting)) / (self.idle * len(self.waiting))
+                for cpu, pid in self.running.items():
+                    if pid == 0:
+                        self.owed[cpu] = self.owed.get(cpu, 0.0) + share
         if self.first is None:
             self.first = t
         self.last = t
@@ -66,7 +89,25 @@ class Trace:
         if pid in self.on_cpu or pid in self.woken:  # still running, or a second wakeup
             return
         self.woken[pid] = (t, cpu)
-        self.waiting.add(pid)
+        self.wait(pid)
+
+    def wait(self, pid):
+        if pid not in self.waiting:
+            self.waiting.add(pid)
+            self.wait_from[pid] = dict(self.owed)
+
+    def ran(self, pid, cpu):
+        """Settles the loss a task owes for its wait, now that it runs on cpu."""
+        self.waiting.discard(pid)
+        start = self.wait_from.pop(pid, None)
+        if start is None:
+            return
+        for c, v in self.owed.items():
+            owed = v - start.get(c, 0.0)
+            if c == cpu:
+                self.pickup_s += owed
+            else:
+                self.left_s += owed
 
     def switch(self, t, cpu, prev, state, prev_comm, nxt, next_comm):
         # The idle count changes only with what this CPU ran before (if known) and runs now.
@@ -78,7 +119,7 @@ class Trace:
             runnable = state.startswith("R")
             self.preempts += runnable
             if runnable:
-                self.waiting.add(prev)
+                self.wait(prev)
             if prev_comm == self.comm:
                 self.task_out += 1
                 self.task_preempts += runnable
@@ -86,7 +127,7 @@ class Trace:
                     self.task_run_s.append(t - self.task_in.pop(prev))
         if nxt:
             self.on_cpu[nxt] = cpu
-            self.waiting.discard(nxt)
+            self.ran(nxt, cpu)
             if next_comm == self.comm:
                 self.task_in[nxt] = t
             w = self.woken.pop(nxt, None)
@@ -130,6 +171,9 @@ class Trace:
             ("migrations_per_wake", self.migrations / n if n else float("nan")),
             ("idle_pct", 100 * self.idle_s / self.cpu_s if self.cpu_s else float("nan")),
             ("idle_waiting_pct", 100 * self.lost_s / self.cpu_s if self.cpu_s else float("nan")),
+            ("idle_waiting_pickup_pct",
+             100 * self.pickup_s / self.cpu_s if self.cpu_s else float("nan")),
+            ("idle_waiting_left_pct", 100 * self.left_s / self.cpu_s if self.cpu_s else float("nan")),
         ]
         if self.comm:
             out += [
@@ -144,11 +188,21 @@ class Trace:
 
 
 def main():
-    tr = Trace(sys.argv[2] if len(sys.argv) > 2 else None)
-    with open(sys.argv[1], errors="replace") as f:
-        for line in f:
-            if not line.startswith("#"):
-                tr.feed(line)
+    args = sys.argv[1:]
+    after_forks = "--after-forks" in args
+    args = [a for a in args if a != "--after-forks"]
+    with open(args[0], errors="replace") as f:
+        lines = [line for line in f if not line.startswith("#")]
+    # Where the last task was created: hackbench times only what follows its forks.
+    start = 0
+    if after_forks:
+        start = max((i for i, line in enumerate(lines) if ": sched_wakeup_new: " in line),
+                    default=-1) + 1
+    tr = Trace(args[1] if len(args) > 1 else None)
+    for i, line in enumerate(lines):
+        if i == start:
+            tr.restart()
+        tr.feed(line)
     for k, v in tr.report():
         print(k, f"{v:.4g}" if isinstance(v, float) else v)
 
