@@ -134,7 +134,10 @@ static s32 idle_at_home(struct task_struct *p, s32 home)
  * proc): the home node first (the previous CPU, its LLC, then the node, in the kernel's
  * order), other nodes only when the home node has no idle CPU and the task would otherwise
  * queue behind at least numa_steal_min - 1 others there: a short wait at home is cheaper than
- * running every memory access remotely. Returns a claimed idle CPU or a negative value.
+ * running every memory access remotely. A task without a home (new: it has not run yet, so
+ * no memory is its own, and no memory policy names a node) has no such trade to make, and
+ * takes an idle CPU of any node at once, as the kernel balances forks over every node.
+ * Returns a claimed idle CPU or a negative value.
  */
 static s32 pick_idle(struct task_struct *p, s32 prev_cpu, u64 wake_flags, s32 home,
 		     const struct cpumask *allowed)
@@ -144,8 +147,11 @@ static s32 pick_idle(struct task_struct *p, s32 prev_cpu, u64 wake_flags, s32 ho
 
 	if (!numa_on || nr_nodes < 2)
 		return scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, allowed, 0);
+	/* New: the kernel's order (prev_cpu's LLC and node first) over every node. */
+	if (home < 0)
+		return scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, allowed, 0);
 	/* A task moved away by a steal goes home when home has room (hint: a home CPU). */
-	if (home >= 0 && home < nr_nodes && home != node_of(prev_cpu))
+	if (home < nr_nodes && home != node_of(prev_cpu))
 		hint = node_rep_cpu[node_idx(home)];
 	cpu = scx_bpf_select_cpu_and(p, hint, wake_flags, allowed, SCX_PICK_IDLE_IN_NODE);
 	if (cpu >= 0)
@@ -231,6 +237,9 @@ s32 BPF_STRUCT_OPS(gmp_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	struct task_ctx *tctx = task_ctx(p);
 	s32 cpu, home = tctx ? tctx->home_node : -1;
 
+	/* A new task bound to a node's memory (numactl) has that home before its first run. */
+	if (home < 0 && numa_on && nr_nodes > 1)
+		home = mem_node_of(p);
 	cpu = select_runnext(p, tctx, wake_flags);
 	if (cpu >= 0)
 		return cpu;

@@ -195,6 +195,67 @@ t_numa_home_grow() {
   fi
 }
 
+# A parent on node 0 beside hogs pinned to the node's other CPUs forks a child each time it
+# wakes (every 20 ms), so node 0 has no idle CPU at each fork while node 1 has. A new task has
+# no memory of its own to stay near, so it starts on an idle CPU of another node at once, as
+# the kernel's fork balancing does. The parent sleeps between forks, so it wakes on its own
+# idle CPU at home and stays on node 0 (a spinning parent's turns end in the shared queue, from
+# which node 1 may steal it).
+t_fork_spread() {
+  local n0 first hogs=() c out n share detail
+  [ "$(node_count)" -ge 2 ] || { skip fork_spread "one NUMA node"; return; }
+  n0=$(node_cpus 0); first=${n0%% *}
+  start_sched forkspread --procs all --stats 1 --json || { fail fork_spread "did not load"; return; }
+  for c in ${n0#"$first"}; do taskset -c "$c" sh -c 'while :; do :; done' & hogs+=($!); done
+  # Started on node 0's first CPU, where it wakes often enough to make node 0 its home, then
+  # allowed everywhere.
+  out=$(taskset -c "$first" python3 - "$n0" 2> "$LOGS/forkspread.parent" <<'PY'
+import os, sys, time
+node0 = {int(c) for c in sys.argv[1].split()}
+for _ in range(20):
+    time.sleep(0.002)
+os.sched_setaffinity(0, range(os.cpu_count()))
+def cpu():  # field 39 of /proc/self/stat: the CPU the caller runs on
+    return int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[36])
+r, w = os.pipe()
+forks, away, end = 0, [], time.monotonic() + 10
+while forks < 40 and time.monotonic() < end:
+    time.sleep(0.02)
+    if cpu() not in node0:  # woke off node 0: its node is not full, so this fork tells nothing
+        away.append(cpu())
+        continue
+    if os.fork() == 0:
+        os.write(w, b"%d\n" % cpu())
+        os._exit(0)
+    forks += 1
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:  # every child reaped
+        pass
+os.close(w)
+try:
+    while True:
+        os.wait()
+except ChildProcessError:
+    pass
+print(os.read(r, 65536).decode(), end="")
+print("parent woke off node 0 %d times (CPUs %s)" % (len(away), sorted(set(away))), file=sys.stderr)
+PY
+)
+  kill "${hogs[@]}" 2>/dev/null; wait "${hogs[@]}" 2>/dev/null
+  stop_sched INT
+  echo "$out" > "$LOGS/forkspread.children"
+  n=$(grep -c . <<< "$out")
+  share=$(awk -v n0=" $n0 " 'NF { n++; away += index(n0, " " $1 " ") == 0 }
+    END { printf "%.0f", n ? 100 * away / n : 0 }' <<< "$out")
+  detail="$n children forked on node 0 (no idle CPU there, node 1 idle): $share% started on another node; $(tail -n 1 "$LOGS/forkspread.parent")"
+  if [ "$SCHED_RC" -ne 0 ]; then fail fork_spread "scheduler exit $SCHED_RC"
+  elif [ "$n" -lt 20 ] || [ "$share" -lt 80 ]; then fail fork_spread "$detail (want at least 20 children, 80% elsewhere)"
+  else pass fork_spread "$detail"
+  fi
+}
+
 t_numa_locality() {
   local nn n1 cg=/sys/fs/cgroup/gmp-numa pids=() i p c samples=0 home=0 share s1 s2 busy b0 hogs=()
   nn=$(node_count)
