@@ -61,14 +61,16 @@ pub fn gauges(skel: &BpfSkel, topo: &TopoMaps, procs: Vec<usize>) -> Gauges {
     g.homeless_running = bss.homeless_running[..topo.nr_nodes].to_vec();
     g.task_ctxs = bss.nr_task_ctxs;
     g.cgrp_ctxs = bss.nr_cgrp_ctxs;
-    g.cgrp_root_active = root_active(skel, bss.cg_root_id);
     g
 }
 
 /// The root cgroup's `nr_active` as the weights count it (active top-level cgroups and
 /// runnable tasks directly in the root); 0 without cgroup weights or before the root's state
 /// exists. Counts that leaked would leave it above the live work once the machine is quiet.
-fn root_active(skel: &BpfSkel, root_id: u64) -> i64 {
+/// A map lookup (a syscall), so it is read for the report only, not by `gauges`, which the
+/// `--procs auto` policy calls too.
+pub fn root_active(skel: &BpfSkel) -> i64 {
+    let root_id = skel.maps.bss_data.as_ref().map_or(0, |b| b.cg_root_id);
     if root_id == 0 {
         return 0;
     }

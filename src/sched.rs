@@ -147,10 +147,12 @@ impl<'a> Scheduler<'a> {
     }
 
     fn metrics(&self, started: Instant) -> Result<Metrics> {
+        let mut g = self.gauges();
+        g.cgrp_root_active = counters::root_active(&self.skel);
         Ok(Metrics::new(
             started.elapsed().as_millis() as u64,
             &counters::sample(&self.skel)?,
-            &self.gauges(),
+            &g,
         ))
     }
 
