@@ -182,7 +182,7 @@ t_steal() {
   # Every CPU a proc: this case is about stealing, not about --procs auto growing the set.
   start_sched steal --procs all --stats 1 --json || { fail steal "did not load"; return; }
   for ((i = 0; i < 2 * NCPU; i++)); do
-    sh -c "echo \$\$ > $cg/cgroup.procs; exec timeout 25 sh -c 'while :; do :; done'" & pids+=($!)
+    in_cgroup "$cg" timeout 25 sh -c 'while :; do :; done' & pids+=($!)
   done
   sleep 3
   : > "$LOGS/steal.mark"; local mark; mark=$(wc -l < "$LOGS/steal.out")

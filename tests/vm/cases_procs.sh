@@ -266,7 +266,7 @@ t_numa_locality() {
   mkdir -p "$cg" && echo "${n1// /,}" > "$cg/cpuset.cpus" && echo 1 > "$cg/cpuset.mems"
   start_sched numa --procs all --stats 1 --json || { fail numa_locality "did not load"; rmdir "$cg"; return; }
   for c in $n1; do
-    sh -c "echo \$\$ > $cg/cgroup.procs; $(declare -f periodic); periodic" & pids+=($!)
+    in_cgroup "$cg" sh -c "$(declare -f periodic); periodic" & pids+=($!)
   done
   sleep 2
   echo "0-$((NCPU - 1))" > "$cg/cpuset.cpus"
@@ -280,7 +280,7 @@ t_numa_locality() {
   # Overload: 3 hogs per node-1 CPU, confined there, then released.
   echo "${n1// /,}" > "$cg/cpuset.cpus"
   for c in $n1 $n1 $n1; do
-    sh -c "echo \$\$ > $cg/cgroup.procs; exec sh -c 'while :; do :; done'" & hogs+=($!)
+    in_cgroup "$cg" sh -c 'while :; do :; done' & hogs+=($!)
   done
   sleep 2
   echo "0-$((NCPU - 1))" > "$cg/cpuset.cpus"

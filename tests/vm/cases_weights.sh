@@ -43,8 +43,8 @@ cgroup_ratio() {
   mkdir -p "$base/gmp-w100" "$base/gmp-w300"
   echo 100 > "$base/gmp-w100/cpu.weight"; echo 300 > "$base/gmp-w300/cpu.weight"
   for ((i = 0; i < NCPU; i++)); do
-    sh -c "echo \$\$ > $base/gmp-w100/cgroup.procs; exec sh -c 'while :; do :; done'" & pids+=($!)
-    sh -c "echo \$\$ > $base/gmp-w300/cgroup.procs; exec sh -c 'while :; do :; done'" & pids+=($!)
+    in_cgroup "$base/gmp-w100" sh -c 'while :; do :; done' & pids+=($!)
+    in_cgroup "$base/gmp-w300" sh -c 'while :; do :; done' & pids+=($!)
   done
   sleep "$1"
   for ((i = 0; i < ${#pids[@]}; i += 2)); do
@@ -76,8 +76,8 @@ while True:
   mkdir -p "$base/gmp-s100" "$base/gmp-s300"
   echo 100 > "$base/gmp-s100/cpu.weight"; echo 300 > "$base/gmp-s300/cpu.weight"
   for ((i = 0; i < 2 * NCPU; i++)); do
-    sh -c "echo \$\$ > $base/gmp-s100/cgroup.procs; exec python3 -c '$loop'" & pids+=($!)
-    sh -c "echo \$\$ > $base/gmp-s300/cgroup.procs; exec python3 -c '$loop'" & pids+=($!)
+    in_cgroup "$base/gmp-s100" python3 -c "$loop" & pids+=($!)
+    in_cgroup "$base/gmp-s300" python3 -c "$loop" & pids+=($!)
   done
   sleep 1
   a0=$(cg_usage_ms gmp-s100); b0=$(cg_usage_ms gmp-s300)
@@ -103,7 +103,7 @@ t_cgroup_folds() {
   grep -q cpu /sys/fs/cgroup/cgroup.controllers || { fail cgroup_folds "no cpu controller"; return; }
   mkdir -p "$cg"
   start_sched cgroup_folds --stats 1 --json || { fail cgroup_folds "did not load"; rmdir "$cg"; return; }
-  sh -c "echo \$\$ > $cg/cgroup.procs; exec hackbench -g 2 -l 2000" > "$LOGS/cgroup_folds-hackbench.log" 2>&1
+  (in_cgroup "$cg" hackbench -g 2 -l 2000) > "$LOGS/cgroup_folds-hackbench.log" 2>&1
   sleep 1.2
   stop_sched INT
   rmdir "$cg" 2>/dev/null

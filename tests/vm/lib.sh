@@ -134,6 +134,11 @@ json_max() { json_series "$1" "$2" | tr ' ' '\n' | awk '$1 != "None" && $1 != ""
 # A CPU hog that exits after $1 seconds.
 hog() { timeout "$1" sh -c 'while :; do :; done'; }
 
+# Become COMMAND... in the cgroup directory $1, which the process joins before it execs, so
+# the command and all it forks start there. Like spin, it replaces the calling shell: start it
+# with & (its own pid is then $!) or inside ( ).
+in_cgroup() { exec sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' in_cgroup "$@"; }
+
 # Start a CPU hog in the background whose own pid is $! (kill it when done).
 spin() { exec sh -c 'while :; do :; done'; }
 
