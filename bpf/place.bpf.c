@@ -145,10 +145,8 @@ static s32 pick_idle(struct task_struct *p, s32 prev_cpu, u64 wake_flags, s32 ho
 	s32 hint = prev_cpu, cpu;
 	u32 backlog;
 
-	if (!numa_on || nr_nodes < 2)
-		return scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, allowed, 0);
-	/* New: the kernel's order (prev_cpu's LLC and node first) over every node. */
-	if (home < 0)
+	/* One node, or a new task: the kernel's order (prev_cpu's LLC and node first). */
+	if (!numa_on || nr_nodes < 2 || home < 0)
 		return scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, allowed, 0);
 	/* A task moved away by a steal goes home when home has room (hint: a home CPU). */
 	if (home < nr_nodes && home != node_of(prev_cpu))

@@ -19,8 +19,8 @@ time went, as "metric value" lines:
                             (the loss is shared out evenly over the waiting tasks and idle CPUs)
 --after-forks counts only what follows the trace's last task creation (sched_wakeup_new):
 hackbench times its messages, not the forks that set them up, which idle CPUs as tasks are
-made one by one. With COMM, the same wakeup and preemption figures for that task name alone (prefixed "task_"),
-and its mean run time between two switches.
+made one by one. With COMM, the same wakeup and preemption figures for that task name alone
+(prefixed "task_"), and its mean run time between two switches.
 """
 import re
 import statistics
@@ -75,9 +75,10 @@ class Trace:
             dt = t - self.last
             self.idle_s += dt * self.idle
             self.cpu_s += dt * len(self.running)
-            self.lost_s += dt * min(self.idle, len(self.waiting))
-            if self.idle and self.waiting:
-                share = dt * min(self.idle, len(self.waiting)) / (self.idle * len(self.waiting))
+            lost = dt * min(self.idle, len(self.waiting))
+            self.lost_s += lost
+            if lost:
+                share = lost / (self.idle * len(self.waiting))
                 for cpu, pid in self.running.items():
                     if pid == 0:
                         self.owed[cpu] = self.owed.get(cpu, 0.0) + share
