@@ -11,36 +11,64 @@
  */
 
 /*
+ * How crowded shared queue @dsq_id is, weights counted: the weighted slices of its first
+ * SHARED_PICK_WINDOW tasks, scaled to the queue's length. A weighted slice is what a task takes
+ * of each round, so this is the length of the queue's round: six light tasks make a shorter
+ * one than four heavy ones, where counting tasks says the opposite.
+ */
+__noinline u64 backlog_ns(s32 cpu, u64 dsq_id)
+{
+	struct cpu_ctx *cctx = cpu_ctx(cpu);
+	s32 nq = scx_bpf_dsq_nr_queued(dsq_id);
+	struct task_struct *p;
+	u64 sum = 0;
+
+	if (!cctx || nq <= 0)
+		return 0;
+	/* Scratch in memory, not registers: see steal_from. */
+	cctx->backlog_seen = 0;
+	bpf_for_each(scx_dsq, p, dsq_id, 0) {
+		sum += task_slice(task_ctx(p));
+		if (++cctx->backlog_seen >= SHARED_PICK_WINDOW)
+			break;
+	}
+	if (cctx->backlog_seen && (u32)nq > cctx->backlog_seen)
+		sum = sum * (u32)nq / cctx->backlog_seen;
+	return sum;
+}
+
+/*
  * Fairness across nodes: every node serves its own shared queue, so tasks on a node crowded
  * with more (or heavier) work than another fall behind their share. A proc about to serve
  * its node takes another node's head instead when that task's weighted CPU time trails what
  * this proc would run next by more than LAG_SLICES slices: its own head, or, with nothing
  * queued here, @prev_vt (the task ending its turn, which keeps the CPU otherwise; U64_MAX if
- * there is none). The other node must be at least as crowded: its backlog is at least ours
- * counting prev, so a move leaves at most one more waiting here than there, the backlogs
- * stay level, and two nodes cannot pull one task to and fro faster than the lag builds up
- * again. Tasks with a memory node stay put (head_vtime).
+ * there is none, and then @prev_w is 0).
+ *
+ * The other node must be at least as crowded, by weighted backlog (backlog_ns): its round is
+ * at least ours counting prev's slice @prev_w. So a move leaves ours longer than theirs by at
+ * most twice the task's slice, the rounds stay level, and two nodes cannot pull one task to
+ * and fro faster than the lag builds up again. By task counts instead, a node of few heavy
+ * tasks could never hand one to a node of many light ones, and the weights flattened. The
+ * backlogs are summed only once a lag is found. Tasks with a memory node stay put (head_vtime).
  */
-__noinline int lag_steal(u32 node, u64 prev_vt)
+__noinline int lag_steal(s32 cpu, u32 node, u64 prev_vt, u64 prev_w)
 {
-	s32 mine_q = scx_bpf_dsq_nr_queued(shared_dsq(node)), q;
-	u64 mine = mine_q > 0 ? head_vtime(shared_dsq(node)) : prev_vt, theirs;
+	u64 mine_dsq = shared_dsq(node), mine_w = (u64)-1, mine, theirs;
 	u32 n;
 
+	mine = scx_bpf_dsq_nr_queued(mine_dsq) > 0 ? head_vtime(mine_dsq) : prev_vt;
 	if (mine == (u64)-1)
 		return 0;
-	if (mine_q < 0)
-		mine_q = 0;
-	if (prev_vt != (u64)-1)
-		mine_q++;
 	bpf_for(n, 0, nr_nodes) {
-		if (n == node || n >= MAX_NODES)
-			continue;
-		q = scx_bpf_dsq_nr_queued(shared_dsq(n));
-		if (q <= 0 || q < mine_q)
+		if (n == node || n >= MAX_NODES || scx_bpf_dsq_nr_queued(shared_dsq(n)) <= 0)
 			continue;
 		theirs = head_vtime(shared_dsq(n));
-		if (theirs != (u64)-1 && theirs + LAG_SLICES * slice_ns < mine &&
+		if (theirs == (u64)-1 || theirs + LAG_SLICES * slice_ns >= mine)
+			continue;
+		if (mine_w == (u64)-1)
+			mine_w = backlog_ns(cpu, mine_dsq) + prev_w;
+		if (backlog_ns(cpu, shared_dsq(n)) >= mine_w &&
 		    scx_bpf_dsq_move_to_local(shared_dsq(n), 0))
 			return 1;
 	}
@@ -49,10 +77,11 @@ __noinline int lag_steal(u32 node, u64 prev_vt)
 
 /*
  * The weighted CPU time of @prev, ending its turn on @cpu, as lag_steal weighs it: with the
- * turn it ran (ops.stopping adds that only after this dispatch). U64_MAX unless prev is an
- * ordinary runnable task without a memory node, that could yield the CPU to another node's.
+ * turn it ran (ops.stopping adds that only after this dispatch); its weighted slice in @w.
+ * U64_MAX (and @w untouched) unless prev is an ordinary runnable task without a memory node,
+ * that could yield the CPU to another node's.
  */
-static u64 prev_vtime(s32 cpu, struct task_struct *prev)
+static u64 prev_vtime(s32 cpu, struct task_struct *prev, u64 *w)
 {
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
 	struct task_ctx *tctx;
@@ -64,10 +93,19 @@ static u64 prev_vtime(s32 cpu, struct task_struct *prev)
 	tctx = task_ctx(prev);
 	if (!tctx || tctx->mem_node >= 0)
 		return (u64)-1;
+	*w = task_slice(tctx);
 	v = tctx->vtime;
 	if (cctx->running_since && now > cctx->running_since)
 		v += vtime_of(tctx, now - cctx->running_since);
 	return v;
+}
+
+/* lag_steal on @cpu of @node, weighing @prev, which ends its turn there. */
+static __always_inline int take_lagging(s32 cpu, u32 node, struct task_struct *prev)
+{
+	u64 prev_w = 0, prev_vt = prev_vtime(cpu, prev, &prev_w);
+
+	return lag_steal(cpu, node, prev_vt, prev_w);
 }
 
 /* Whether shared_pick must take the head of @node's shared queue, @tctx's task, next. */
@@ -250,7 +288,7 @@ void BPF_STRUCT_OPS(gmp_dispatch, s32 cpu, struct task_struct *prev)
 		stat_add(ST_DISP_LOCAL, 1);
 		return;
 	}
-	if (nr_nodes > 1 && lag_steal(node, prev_vtime(cpu, prev))) {
+	if (nr_nodes > 1 && take_lagging(cpu, node, prev)) {
 		stat_add(ST_DISP_LAG, 1);
 		return;
 	}

@@ -154,6 +154,7 @@ struct cpu_ctx {
 	u32 steal_moved;    /* scratch: tasks moved by the steal in progress */
 	u32 pick_seen;      /* scratch: shared-queue entries looked at by shared_pick */
 	s32 pick_pid;       /* scratch: the entry shared_pick chose; -1: none */
+	u32 backlog_seen;   /* scratch: shared-queue entries backlog_ns has summed */
 	u64 run_limit_ns;   /* sysmon preempts the current task after this (see sysmon_deadline) */
 	u8 kicked;          /* woken by wakep and not yet dispatching */
 	u8 sysmon_kicked;   /* the current task was preempted by sysmon */
