@@ -119,6 +119,57 @@ t_cgroup_folds() {
   fi
 }
 
+# CPU-time shares over $1 s in a systemd-shaped tree under gmp-deep: a.slice (cpu.weight 300)
+# holds NCPU hogs four levels down, under a user-1000.slice of weight 50 that is its parent's
+# only child; b.slice (100) holds NCPU hogs in each of two scopes of weight 100. Weights
+# compose down the path: a.slice gets 3 parts to b.slice's 1 however deep its hogs sit, a
+# lone child takes its parent's whole share whatever its own weight (so multiplying weights
+# down the path would read 1.5:1), and b's scopes split 1:1 (treating leaves as siblings would
+# read a.slice 1:2). Prints "a:b x:y a_ms x_ms y_ms", CPU ms from each cgroup's cpu.stat.
+deep_cgroup_ratio() {
+  local top=/sys/fs/cgroup/gmp-deep pids=() i d a0 x0 y0 a1 x1 y1
+  local leaf=a.slice/user.slice/user-1000.slice/app.scope
+  mkdir -p "$top/$leaf" "$top/b.slice/x.scope" "$top/b.slice/y.scope"
+  for d in /sys/fs/cgroup "$top" "$top/a.slice" "$top/a.slice/user.slice" \
+           "$top/a.slice/user.slice/user-1000.slice" "$top/b.slice"; do
+    echo +cpu > "$d/cgroup.subtree_control" 2>/dev/null
+  done
+  echo 300 > "$top/a.slice/cpu.weight"; echo 100 > "$top/b.slice/cpu.weight"
+  echo 50 > "$top/a.slice/user.slice/user-1000.slice/cpu.weight"
+  for ((i = 0; i < NCPU; i++)); do
+    in_cgroup "$top/$leaf" sh -c 'while :; do :; done' & pids+=($!)
+    in_cgroup "$top/b.slice/x.scope" sh -c 'while :; do :; done' & pids+=($!)
+    in_cgroup "$top/b.slice/y.scope" sh -c 'while :; do :; done' & pids+=($!)
+  done
+  sleep 1
+  a0=$(cg_usage_ms gmp-deep/a.slice); x0=$(cg_usage_ms gmp-deep/b.slice/x.scope)
+  y0=$(cg_usage_ms gmp-deep/b.slice/y.scope)
+  sleep "$1"
+  a1=$(cg_usage_ms gmp-deep/a.slice); x1=$(cg_usage_ms gmp-deep/b.slice/x.scope)
+  y1=$(cg_usage_ms gmp-deep/b.slice/y.scope)
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  # Leaves first: a cgroup with children cannot be removed.
+  rmdir "$top/$leaf" "$top/a.slice/user.slice/user-1000.slice" "$top/a.slice/user.slice" \
+        "$top/a.slice" "$top/b.slice/x.scope" "$top/b.slice/y.scope" "$top/b.slice" "$top" 2>/dev/null
+  awk -v a=$((a1 - a0)) -v x=$((x1 - x0)) -v y=$((y1 - y0)) \
+    'BEGIN { printf "%.2f %.2f %d %d %d\n", x + y ? a / (x + y) : 999, y ? x / y : 999, a, x, y }'
+}
+
+t_cgroup_deep() {
+  local eevdf gmp ab xy
+  grep -q cpu /sys/fs/cgroup/cgroup.controllers || { fail cgroup_deep "no cpu controller"; return; }
+  eevdf=$(deep_cgroup_ratio 8)
+  start_sched cgroup_deep --stats 1 --json || { fail cgroup_deep "did not load"; return; }
+  gmp=$(deep_cgroup_ratio 12)
+  stop_sched INT
+  read -r ab xy _ <<< "$gmp"
+  if [ "$SCHED_RC" -ne 0 ]; then fail cgroup_deep "scheduler exit $SCHED_RC"
+  elif awk -v r="$ab" -v s="$xy" 'BEGIN { exit !(r < 2.4 || r > 3.6 || s < 0.75 || s > 1.33) }'; then
+    fail cgroup_deep "a.slice:b.slice $ab:1 (want 2.4..3.6), x:y $xy:1 (want 0.75..1.33); CPU ms $gmp; EEVDF $eevdf"
+  else pass cgroup_deep "five levels deep: a.slice:b.slice $ab:1, b's scopes $xy:1 (CPU ms a x y: $(cut -d' ' -f3- <<< "$gmp")); EEVDF $(cut -d' ' -f1,2 <<< "$eevdf")"
+  fi
+}
+
 # --no-cgroup-weights: the same cgroups share equally (the flag really turns it off).
 t_no_cgroup_weights() {
   local gmp r
