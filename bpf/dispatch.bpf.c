@@ -45,31 +45,45 @@ __noinline u64 backlog_ns(s32 cpu, u64 dsq_id)
  * queued here, @prev_vt (the task ending its turn, which keeps the CPU otherwise; U64_MAX if
  * there is none, and then @prev_w is 0).
  *
- * The other node must be at least as crowded, by weighted backlog (backlog_ns): its round is
- * at least ours counting prev's slice @prev_w. So a move leaves ours longer than theirs by at
- * most twice the task's slice, the rounds stay level, and two nodes cannot pull one task to
- * and fro faster than the lag builds up again. By task counts instead, a node of few heavy
- * tasks could never hand one to a node of many light ones, and the weights flattened. The
- * backlogs are summed only once a lag is found. Tasks with a memory node stay put (head_vtime).
+ * The other node must be at least as crowded: its queue holds at least as many tasks as ours
+ * counting prev, so a move leaves at most one more waiting here than there. Or, holding fewer,
+ * its weighted backlog (backlog_ns) is at least ours, counting prev's slice @prev_w, by the
+ * head's own slice: a few heavy tasks crowd a node more than many light ones, and counting
+ * tasks alone, weights flattened across such nodes. Either way a move leaves at most one task's
+ * worth more waiting here than there, the backlogs stay level, and two nodes cannot pull one
+ * task to and fro faster than the lag builds up again. The backlogs are summed only when the
+ * counts refuse a lagging head. Tasks with a memory node stay put (head_vtime).
  */
 __noinline int lag_steal(s32 cpu, u32 node, u64 prev_vt, u64 prev_w)
 {
 	u64 mine_dsq = shared_dsq(node), mine_w = (u64)-1, mine, theirs;
+	s32 mine_q = scx_bpf_dsq_nr_queued(mine_dsq), q;
 	u32 n;
 
-	mine = scx_bpf_dsq_nr_queued(mine_dsq) > 0 ? head_vtime(mine_dsq) : prev_vt;
+	mine = mine_q > 0 ? head_vtime(mine_dsq) : prev_vt;
 	if (mine == (u64)-1)
 		return 0;
+	if (mine_q < 0)
+		mine_q = 0;
+	if (prev_vt != (u64)-1)
+		mine_q++;
 	bpf_for(n, 0, nr_nodes) {
-		if (n == node || n >= MAX_NODES || scx_bpf_dsq_nr_queued(shared_dsq(n)) <= 0)
+		if (n == node || n >= MAX_NODES)
+			continue;
+		q = scx_bpf_dsq_nr_queued(shared_dsq(n));
+		if (q <= 0)
 			continue;
 		theirs = head_vtime(shared_dsq(n));
 		if (theirs == (u64)-1 || theirs + LAG_SLICES * slice_ns >= mine)
 			continue;
-		if (mine_w == (u64)-1)
-			mine_w = backlog_ns(cpu, mine_dsq) + prev_w;
-		if (backlog_ns(cpu, shared_dsq(n)) >= mine_w &&
-		    scx_bpf_dsq_move_to_local(shared_dsq(n), 0))
+		if (q < mine_q) {
+			if (mine_w == (u64)-1)
+				mine_w = backlog_ns(cpu, mine_dsq) + prev_w;
+			if (backlog_ns(cpu, shared_dsq(n)) <
+			    mine_w + task_slice(head_tctx(shared_dsq(n))))
+				continue;
+		}
+		if (scx_bpf_dsq_move_to_local(shared_dsq(n), 0))
 			return 1;
 	}
 	return 0;
