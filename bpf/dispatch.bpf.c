@@ -47,8 +47,8 @@ __noinline u64 backlog_ns(s32 cpu, u64 dsq_id)
  *
  * The other node must be at least as crowded: its queue holds at least as many tasks as ours
  * counting prev, so a move leaves at most one more waiting here than there. Or, holding fewer,
- * its weighted backlog (backlog_ns) is at least ours, counting prev's slice @prev_w, by the
- * head's own slice: a few heavy tasks crowd a node more than many light ones, and counting
+ * its weighted backlog (backlog_ns) exceeds ours, counting prev's slice @prev_w, by at least
+ * the head's own slice: a few heavy tasks crowd a node more than many light ones, and counting
  * tasks alone, weights flattened across such nodes. Either way a move leaves at most one task's
  * worth more waiting here than there, the backlogs stay level, and two nodes cannot pull one
  * task to and fro faster than the lag builds up again. The backlogs are summed only when the
