@@ -11,15 +11,14 @@
  */
 
 /*
- * How crowded shared queue @dsq_id is, weights counted: the weighted slices of its first
- * SHARED_PICK_WINDOW tasks, scaled to the queue's length. A weighted slice is what a task takes
+ * How crowded shared queue @dsq_id, holding @nq tasks, is, weights counted: the weighted slices
+ * of its first SHARED_PICK_WINDOW tasks, scaled to @nq. A weighted slice is what a task takes
  * of each round, so this is the length of the queue's round: six light tasks make a shorter
  * one than four heavy ones, where counting tasks says the opposite.
  */
-__noinline u64 backlog_ns(s32 cpu, u64 dsq_id)
+__noinline u64 backlog_ns(s32 cpu, u64 dsq_id, s32 nq)
 {
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
-	s32 nq = scx_bpf_dsq_nr_queued(dsq_id);
 	struct task_struct *p;
 	u64 sum = 0;
 
@@ -52,35 +51,38 @@ __noinline u64 backlog_ns(s32 cpu, u64 dsq_id)
  * tasks alone, weights flattened across such nodes. Either way a move leaves at most one task's
  * worth more waiting here than there, the backlogs stay level, and two nodes cannot pull one
  * task to and fro faster than the lag builds up again. The backlogs are summed only when the
- * counts refuse a lagging head. Tasks with a memory node stay put (head_vtime).
+ * counts refuse a lagging head. Tasks with a memory node stay put (movable_head).
  */
 __noinline int lag_steal(s32 cpu, u32 node, u64 prev_vt, u64 prev_w)
 {
-	u64 mine_dsq = shared_dsq(node), mine_w = (u64)-1, mine, theirs;
-	s32 mine_q = scx_bpf_dsq_nr_queued(mine_dsq), q;
+	u64 mine_dsq = shared_dsq(node), mine_w = (u64)-1, mine;
+	s32 queued = scx_bpf_dsq_nr_queued(mine_dsq), mine_q, q;
+	struct task_ctx *head;
 	u32 n;
 
-	mine = mine_q > 0 ? head_vtime(mine_dsq) : prev_vt;
+	if (queued < 0)
+		queued = 0;
+	mine = prev_vt;
+	if (queued > 0) {
+		head = movable_head(mine_dsq);
+		mine = head ? head->vtime : (u64)-1;
+	}
 	if (mine == (u64)-1)
 		return 0;
-	if (mine_q < 0)
-		mine_q = 0;
-	if (prev_vt != (u64)-1)
-		mine_q++;
+	mine_q = queued + (prev_vt != (u64)-1);
 	bpf_for(n, 0, nr_nodes) {
 		if (n == node || n >= MAX_NODES)
 			continue;
 		q = scx_bpf_dsq_nr_queued(shared_dsq(n));
 		if (q <= 0)
 			continue;
-		theirs = head_vtime(shared_dsq(n));
-		if (theirs == (u64)-1 || theirs + LAG_SLICES * slice_ns >= mine)
+		head = movable_head(shared_dsq(n));
+		if (!head || head->vtime + LAG_SLICES * slice_ns >= mine)
 			continue;
 		if (q < mine_q) {
 			if (mine_w == (u64)-1)
-				mine_w = backlog_ns(cpu, mine_dsq) + prev_w;
-			if (backlog_ns(cpu, shared_dsq(n)) <
-			    mine_w + task_slice(head_tctx(shared_dsq(n))))
+				mine_w = backlog_ns(cpu, mine_dsq, queued) + prev_w;
+			if (backlog_ns(cpu, shared_dsq(n), q) < mine_w + task_slice(head))
 				continue;
 		}
 		if (scx_bpf_dsq_move_to_local(shared_dsq(n), 0))

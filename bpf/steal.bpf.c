@@ -28,14 +28,14 @@ static u64 head_wait_ns(u64 dsq_id, u64 now)
 }
 
 /*
- * vtime of the task at the head of @dsq_id; U64_MAX if the queue is empty or its head is
- * bound to its node by its memory policy (it must not be pulled away from its memory).
+ * The state of the task at the head of @dsq_id if it may leave its node; NULL if the queue is
+ * empty or its memory policy binds the head to its node (it must not be pulled from its memory).
  */
-static u64 head_vtime(u64 dsq_id)
+static struct task_ctx *movable_head(u64 dsq_id)
 {
 	struct task_ctx *tctx = head_tctx(dsq_id);
 
-	return tctx && tctx->mem_node < 0 ? tctx->vtime : (u64)-1;
+	return tctx && tctx->mem_node < 0 ? tctx : NULL;
 }
 
 /* Move up to half of @victim's queue to @cpu: the first task to run now, the rest queued. */
