@@ -2,19 +2,21 @@
 # The weight cases measure the kernel's default scheduler (EEVDF, nothing loaded) the same way
 # in the same case, for reference.
 
+HOG='while :; do :; done'
+
 # CPU-time ratio of a nice-0 and a nice-10 hog pinned to one CPU for $1 seconds.
 nice_ratio() {
   local a b ta tb c=$((NCPU > 1 ? 1 : 0))
-  taskset -c "$c" sh -c 'while :; do :; done' & a=$!
-  taskset -c "$c" nice -n 10 sh -c 'while :; do :; done' & b=$!
+  taskset -c "$c" sh -c "$HOG" & a=$!
+  taskset -c "$c" nice -n 10 sh -c "$HOG" & b=$!
   sleep "$1"
   ta=$(cputime "$a"); tb=$(cputime "$b")
   kill "$a" "$b" 2>/dev/null; wait "$a" "$b" 2>/dev/null
-  awk -v a="$ta" -v b="$tb" 'BEGIN { printf "%.1f %d %d\n", b ? a / b : 999, a, b }'
+  awk -v a="$ta" -v b="$tb" 'BEGIN { printf "%.1f %d %d ticks\n", b ? a / b : 999, a, b }'
 }
 
 # ratio_case NAME LABEL MEASURE SECS LO HI [SCX_GMP ARGS]: MEASURE (a function taking seconds
-# and printing "ratio ticks_a ticks_b") under EEVDF for 8 s, then under scx_gmp for SECS;
+# and printing "ratio cpu_a cpu_b unit") under EEVDF for 8 s, then under scx_gmp for SECS;
 # pass if the scx_gmp ratio is within LO..HI.
 ratio_case() {
   local name=$1 label=$2 measure=$3 secs=$4 lo=$5 hi=$6 eevdf gmp r gb; shift 6
@@ -27,8 +29,8 @@ ratio_case() {
   gb=$(json_sum "$LOGS/$name.out" preempt.given_back)
   if [ "$SCHED_RC" -ne 0 ]; then fail "$name" "scheduler exit $SCHED_RC"
   elif awk -v r="$r" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(r < lo || r > hi) }'; then
-    fail "$name" "$label got $r:1 (ticks ${gmp#* }; want $lo..$hi; EEVDF ${eevdf%% *}:1; $gb turns given back)"
-  else pass "$name" "$label: scx_gmp $r:1 (ticks ${gmp#* }, $gb turns given back), EEVDF ${eevdf%% *}:1 (ticks ${eevdf#* })"
+    fail "$name" "$label got $r:1 (CPU ${gmp#* }; want $lo..$hi; EEVDF ${eevdf%% *}:1; $gb turns given back)"
+  else pass "$name" "$label: scx_gmp $r:1 (CPU ${gmp#* }, $gb turns given back), EEVDF ${eevdf%% *}:1 (CPU ${eevdf#* })"
   fi
 }
 
@@ -36,62 +38,60 @@ t_nice() {
   ratio_case nice "nice 0 : nice 10 on one CPU (kernel weights 1024:110 = 9.3:1)" nice_ratio 10 6 13 --stats 1 --json
 }
 
-# CPU-time ratio of two sibling cgroups with cpu.weight 100 and 300, NCPU hogs each, $1 s.
-cgroup_ratio() {
-  local base=/sys/fs/cgroup pids=() i ta=0 tb=0 p
+# cg_spend SECS N CMD CG...: N tasks running the shell line CMD in each cgroup CG (a path under
+# /sys/fs/cgroup that exists); once they have settled for 1 s, each CG's CPU ms over SECS s,
+# from its cpu.stat, space-separated in CG order.
+cg_spend() {
+  local secs=$1 n=$2 cmd=$3 pids=() before=() i cg; shift 3
+  for ((i = 0; i < n; i++)); do
+    for cg in "$@"; do in_cgroup "/sys/fs/cgroup/$cg" sh -c "$cmd" & pids+=($!); done
+  done
+  sleep 1
+  for cg in "$@"; do before+=("$(cg_usage_ms "$cg")"); done
+  sleep "$secs"
+  i=0
+  for cg in "$@"; do printf '%d ' $(($(cg_usage_ms "$cg") - before[i++])); done
+  echo
+  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+}
+cg_usage_ms() { awk '$1 == "usage_usec" { printf "%d\n", $2 / 1000 }' "/sys/fs/cgroup/$1/cpu.stat"; }
+
+# Two sibling cgroups of cpu.weight 100 and 300 with N tasks each running CMD, for SECS s:
+# prints "ratio a b ms": CPU ms over SECS of the 300 one (b) over the 100 one (a).
+sibling_ratio() {
+  local secs=$1 n=$2 cmd=$3 base=/sys/fs/cgroup a b
   echo +cpu > "$base/cgroup.subtree_control" 2>/dev/null
   mkdir -p "$base/gmp-w100" "$base/gmp-w300"
   echo 100 > "$base/gmp-w100/cpu.weight"; echo 300 > "$base/gmp-w300/cpu.weight"
-  for ((i = 0; i < NCPU; i++)); do
-    in_cgroup "$base/gmp-w100" sh -c 'while :; do :; done' & pids+=($!)
-    in_cgroup "$base/gmp-w300" sh -c 'while :; do :; done' & pids+=($!)
-  done
-  sleep "$1"
-  for ((i = 0; i < ${#pids[@]}; i += 2)); do
-    ta=$((ta + $(cputime "${pids[i]}"))); tb=$((tb + $(cputime "${pids[i + 1]}")))
-  done
-  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  read -r a b < <(cg_spend "$secs" "$n" "$cmd" gmp-w100 gmp-w300)
   rmdir "$base/gmp-w100" "$base/gmp-w300" 2>/dev/null
-  awk -v a="$ta" -v b="$tb" 'BEGIN { printf "%.2f %d %d\n", a ? b / a : 999, a, b }'
+  awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f %d %d ms\n", a ? b / a : 999, a, b }'
 }
+
+# The same with NCPU hogs each.
+cgroup_ratio() { sibling_ratio "$1" "$NCPU" "$HOG"; }
 
 t_cgroup_weight() {
   grep -q cpu /sys/fs/cgroup/cgroup.controllers || { fail cgroup_weight "no cpu controller"; return; }
   ratio_case cgroup_weight "cpu.weight 300 : 100 with $NCPU hogs each" cgroup_ratio 12 2.5 3.6 --stats 1 --json
 }
 
-# CPU-time ratio over $1 s of two sibling cgroups with cpu.weight 100 and 300, 2 * NCPU tasks
-# each that run 6 ms and sleep 1 ms: their counts change on every wakeup, where hogs' never do, so
-# this is the case that sees the counts folded late or wrongly (cg_hold). CPU time from each
-# cgroup's cpu.stat, in ms.
+# The same with 2 * NCPU tasks each that run 6 ms and sleep 1 ms: their counts change on every
+# wakeup, where hogs' never do, so this is the case that sees the counts folded late or wrongly
+# (cg_hold).
 sleeper_cgroup_ratio() {
-  local base=/sys/fs/cgroup pids=() i a0 b0 a1 b1
   local loop='import time
 while True:
     t = time.perf_counter() + 0.006
     while time.perf_counter() < t:
         pass
     time.sleep(0.001)'
-  echo +cpu > "$base/cgroup.subtree_control" 2>/dev/null
-  mkdir -p "$base/gmp-s100" "$base/gmp-s300"
-  echo 100 > "$base/gmp-s100/cpu.weight"; echo 300 > "$base/gmp-s300/cpu.weight"
-  for ((i = 0; i < 2 * NCPU; i++)); do
-    in_cgroup "$base/gmp-s100" python3 -c "$loop" & pids+=($!)
-    in_cgroup "$base/gmp-s300" python3 -c "$loop" & pids+=($!)
-  done
-  sleep 1
-  a0=$(cg_usage_ms gmp-s100); b0=$(cg_usage_ms gmp-s300)
-  sleep "$1"
-  a1=$(cg_usage_ms gmp-s100); b1=$(cg_usage_ms gmp-s300)
-  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
-  rmdir "$base/gmp-s100" "$base/gmp-s300" 2>/dev/null
-  awk -v a=$((a1 - a0)) -v b=$((b1 - b0)) 'BEGIN { printf "%.2f %d %d\n", a ? b / a : 999, a, b }'
+  sibling_ratio "$1" $((2 * NCPU)) "exec python3 -c '$loop'"
 }
-cg_usage_ms() { awk '$1 == "usage_usec" { printf "%d\n", $2 / 1000 }' "/sys/fs/cgroup/$1/cpu.stat"; }
 
 t_cgroup_weight_sleepers() {
   grep -q cpu /sys/fs/cgroup/cgroup.controllers || { fail cgroup_weight_sleepers "no cpu controller"; return; }
-  ratio_case cgroup_weight_sleepers "cpu.weight 300 : 100, $((2 * NCPU)) tasks each running 6 ms per 1 ms asleep (CPU ms)" \
+  ratio_case cgroup_weight_sleepers "cpu.weight 300 : 100, $((2 * NCPU)) tasks each running 6 ms per 1 ms asleep" \
     sleeper_cgroup_ratio 12 1.8 3.4 --stats 1 --json
 }
 
@@ -127,31 +127,21 @@ t_cgroup_folds() {
 # down the path would read 1.5:1), and b's scopes split 1:1 (treating leaves as siblings would
 # read a.slice 1:2). Prints "a:b x:y a_ms x_ms y_ms", CPU ms from each cgroup's cpu.stat.
 deep_cgroup_ratio() {
-  local top=/sys/fs/cgroup/gmp-deep pids=() i d a0 x0 y0 a1 x1 y1
-  local leaf=a.slice/user.slice/user-1000.slice/app.scope
-  mkdir -p "$top/$leaf" "$top/b.slice/x.scope" "$top/b.slice/y.scope"
-  for d in /sys/fs/cgroup "$top" "$top/a.slice" "$top/a.slice/user.slice" \
-           "$top/a.slice/user.slice/user-1000.slice" "$top/b.slice"; do
-    echo +cpu > "$d/cgroup.subtree_control" 2>/dev/null
+  local top=gmp-deep leaf=gmp-deep/a.slice/user.slice/user-1000.slice/app.scope d a x y
+  mkdir -p "/sys/fs/cgroup/$leaf" "/sys/fs/cgroup/$top/b.slice/x.scope" "/sys/fs/cgroup/$top/b.slice/y.scope"
+  for d in "" "$top" "$top/a.slice" "$top/a.slice/user.slice" "$top/a.slice/user.slice/user-1000.slice" \
+           "$top/b.slice"; do
+    echo +cpu > "/sys/fs/cgroup/$d/cgroup.subtree_control" 2>/dev/null
   done
-  echo 300 > "$top/a.slice/cpu.weight"; echo 100 > "$top/b.slice/cpu.weight"
-  echo 50 > "$top/a.slice/user.slice/user-1000.slice/cpu.weight"
-  for ((i = 0; i < NCPU; i++)); do
-    in_cgroup "$top/$leaf" sh -c 'while :; do :; done' & pids+=($!)
-    in_cgroup "$top/b.slice/x.scope" sh -c 'while :; do :; done' & pids+=($!)
-    in_cgroup "$top/b.slice/y.scope" sh -c 'while :; do :; done' & pids+=($!)
-  done
-  sleep 1
-  a0=$(cg_usage_ms gmp-deep/a.slice); x0=$(cg_usage_ms gmp-deep/b.slice/x.scope)
-  y0=$(cg_usage_ms gmp-deep/b.slice/y.scope)
-  sleep "$1"
-  a1=$(cg_usage_ms gmp-deep/a.slice); x1=$(cg_usage_ms gmp-deep/b.slice/x.scope)
-  y1=$(cg_usage_ms gmp-deep/b.slice/y.scope)
-  kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+  echo 300 > "/sys/fs/cgroup/$top/a.slice/cpu.weight"; echo 100 > "/sys/fs/cgroup/$top/b.slice/cpu.weight"
+  echo 50 > "/sys/fs/cgroup/$top/a.slice/user.slice/user-1000.slice/cpu.weight"
+  read -r a x y < <(cg_spend "$1" "$NCPU" "$HOG" "$leaf" "$top/b.slice/x.scope" "$top/b.slice/y.scope")
   # Leaves first: a cgroup with children cannot be removed.
-  rmdir "$top/$leaf" "$top/a.slice/user.slice/user-1000.slice" "$top/a.slice/user.slice" \
-        "$top/a.slice" "$top/b.slice/x.scope" "$top/b.slice/y.scope" "$top/b.slice" "$top" 2>/dev/null
-  awk -v a=$((a1 - a0)) -v x=$((x1 - x0)) -v y=$((y1 - y0)) \
+  for d in "$leaf" "$top/a.slice/user.slice/user-1000.slice" "$top/a.slice/user.slice" "$top/a.slice" \
+           "$top/b.slice/x.scope" "$top/b.slice/y.scope" "$top/b.slice" "$top"; do
+    rmdir "/sys/fs/cgroup/$d" 2>/dev/null
+  done
+  awk -v a="$a" -v x="$x" -v y="$y" \
     'BEGIN { printf "%.2f %.2f %d %d %d\n", x + y ? a / (x + y) : 999, y ? x / y : 999, a, x, y }'
 }
 
@@ -180,7 +170,7 @@ t_no_cgroup_weights() {
   r=${gmp%% *}
   if [ "$SCHED_RC" -ne 0 ]; then fail no_cgroup_weights "scheduler exit $SCHED_RC"
   elif awk -v r="$r" 'BEGIN { exit !(r < 0.7 || r > 1.4) }'; then fail no_cgroup_weights "ratio $r:1 with weights off (want about 1)"
-  else pass no_cgroup_weights "weights off: cpu.weight 300 : 100 got $r:1 (ticks ${gmp#* })"
+  else pass no_cgroup_weights "weights off: cpu.weight 300 : 100 got $r:1 (CPU ${gmp#* })"
   fi
 }
 
