@@ -2,8 +2,6 @@
 # The weight cases measure the kernel's default scheduler (EEVDF, nothing loaded) the same way
 # in the same case, for reference.
 
-HOG='while :; do :; done'
-
 # CPU-time ratio of a nice-0 and a nice-10 hog pinned to one CPU for $1 seconds.
 nice_ratio() {
   local a b ta tb c=$((NCPU > 1 ? 1 : 0))
@@ -127,20 +125,21 @@ t_cgroup_folds() {
 # down the path would read 1.5:1), and b's scopes split 1:1 (treating leaves as siblings would
 # read a.slice 1:2). Prints "a:b x:y a_ms x_ms y_ms", CPU ms from each cgroup's cpu.stat.
 deep_cgroup_ratio() {
-  local top=gmp-deep leaf=gmp-deep/a.slice/user.slice/user-1000.slice/app.scope d a x y
-  mkdir -p "/sys/fs/cgroup/$leaf" "/sys/fs/cgroup/$top/b.slice/x.scope" "/sys/fs/cgroup/$top/b.slice/y.scope"
-  for d in "" "$top" "$top/a.slice" "$top/a.slice/user.slice" "$top/a.slice/user.slice/user-1000.slice" \
-           "$top/b.slice"; do
-    echo +cpu > "/sys/fs/cgroup/$d/cgroup.subtree_control" 2>/dev/null
+  local top=gmp-deep a x y d i
+  local leaf=$top/a.slice/user.slice/user-1000.slice/app.scope
+  # Every parent before its children: the order to create them in, and, reversed, to remove them.
+  local tree=("$top" "$top/a.slice" "$top/a.slice/user.slice" "$top/a.slice/user.slice/user-1000.slice"
+              "$leaf" "$top/b.slice" "$top/b.slice/x.scope" "$top/b.slice/y.scope")
+  echo +cpu > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+  for d in "${tree[@]}"; do
+    mkdir -p "/sys/fs/cgroup/$d"
+    # Only parents enable cpu for their children: a leaf that did could not take tasks.
+    [ "$d" = "$top" ] || echo +cpu > "/sys/fs/cgroup/${d%/*}/cgroup.subtree_control" 2>/dev/null
   done
   echo 300 > "/sys/fs/cgroup/$top/a.slice/cpu.weight"; echo 100 > "/sys/fs/cgroup/$top/b.slice/cpu.weight"
   echo 50 > "/sys/fs/cgroup/$top/a.slice/user.slice/user-1000.slice/cpu.weight"
   read -r a x y < <(cg_spend "$1" "$NCPU" "$HOG" "$leaf" "$top/b.slice/x.scope" "$top/b.slice/y.scope")
-  # Leaves first: a cgroup with children cannot be removed.
-  for d in "$leaf" "$top/a.slice/user.slice/user-1000.slice" "$top/a.slice/user.slice" "$top/a.slice" \
-           "$top/b.slice/x.scope" "$top/b.slice/y.scope" "$top/b.slice" "$top"; do
-    rmdir "/sys/fs/cgroup/$d" 2>/dev/null
-  done
+  for ((i = ${#tree[@]} - 1; i >= 0; i--)); do rmdir "/sys/fs/cgroup/${tree[i]}" 2>/dev/null; done
   awk -v a="$a" -v x="$x" -v y="$y" \
     'BEGIN { printf "%.2f %.2f %d %d %d\n", x + y ? a / (x + y) : 999, y ? x / y : 999, a, x, y }'
 }

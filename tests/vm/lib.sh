@@ -131,8 +131,11 @@ json_sum() { json_series "$1" "$2" | tr ' ' '\n' | awk '$1 != "None" && $1 != ""
 # The largest value of a field over the JSON stats lines of a log; nothing if it has none.
 json_max() { json_series "$1" "$2" | tr ' ' '\n' | awk '$1 != "None" && $1 != "" && (m == "" || $1 + 0 > m) { m = $1 + 0 } END { if (m != "") print m }'; }
 
+# The shell line every CPU hog runs.
+HOG='while :; do :; done'
+
 # A CPU hog that exits after $1 seconds.
-hog() { timeout "$1" sh -c 'while :; do :; done'; }
+hog() { timeout "$1" sh -c "$HOG"; }
 
 # Become COMMAND... in the cgroup directory $1, which the process joins before it execs, so
 # the command and all it forks start there. Like spin, it replaces the calling shell: start it
@@ -140,7 +143,7 @@ hog() { timeout "$1" sh -c 'while :; do :; done'; }
 in_cgroup() { exec sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' in_cgroup "$@"; }
 
 # Start a CPU hog in the background whose own pid is $! (kill it when done).
-spin() { exec sh -c 'while :; do :; done'; }
+spin() { exec sh -c "$HOG"; }
 
 # Per-CPU tick counters from /proc/stat, one line per CPU: "id busy total".
 cpu_snap() { awk '/^cpu[0-9]/ { b = $2 + $3 + $4 + $7 + $8 + $9; print substr($1, 4), b, b + $5 + $6 }' /proc/stat; }
