@@ -161,7 +161,7 @@ t_f6_rt_hog() {
   fi
   dmesg_mark
   start_sched f6 || { fail f6_rt_hog "did not load"; return; }
-  taskset -c 1 sh -c 'while :; do :; done' & pinned=$!
+  taskset -c 1 sh -c "$HOG" & pinned=$!
   chrt -f 40 taskset -c 1 stress-ng --temp-path /tmp -q --cpu 1 --cpu-load "$load" -t "$DUR" & rt=$!
   wait "$rt"; local rrc=$?
   ticks=$(cputime "$pinned")
@@ -195,7 +195,7 @@ t_f7_fork() {
 # ctx_balance then sees whether its count leaked into the root's.
 cgroup_task_churn() {
   local i t d hogs=() rc=0
-  for ((i = 0; i < $(nproc); i++)); do sh -c 'while :; do :; done' & hogs+=($!); done
+  for ((i = 0; i < $(nproc); i++)); do sh -c "$HOG" & hogs+=($!); done
   for ((i = 1; i <= $1; i++)); do
     d=/sys/fs/cgroup/gmp-d$i
     mkdir "$d" || { rc=1; break; }
@@ -213,7 +213,7 @@ t_f8_cgroups() {
   CTX_CHECK=1 SURVIVE_NOTE="$n cgroups created and removed, a busy task moved between two cgroups, $((n / 4)) cgroups removed right after their tasks" survive f8_cgroups "
     for i in \$(seq 1 $n); do mkdir /sys/fs/cgroup/gmp-c\$i && rmdir /sys/fs/cgroup/gmp-c\$i; done
     mkdir -p /sys/fs/cgroup/gmp-a /sys/fs/cgroup/gmp-b
-    sh -c 'while :; do :; done' & h=\$!
+    sh -c '$HOG' & h=\$!
     for i in \$(seq 1 $n); do echo \$h > /sys/fs/cgroup/gmp-a/cgroup.procs; echo \$h > /sys/fs/cgroup/gmp-b/cgroup.procs; done
     kill \$h; wait \$h 2>/dev/null
     rmdir /sys/fs/cgroup/gmp-a /sys/fs/cgroup/gmp-b
@@ -223,7 +223,7 @@ t_f8_cgroups() {
 t_f9_policy() {
   SURVIVE_NOTE="schedpolicy/resched for $DUR s and chrt -b/-i/-o" survive f9_policy "
     stress-ng --temp-path /tmp -q --schedpolicy 4 --resched 4 -t $DUR || exit \$?
-    sh -c 'while :; do :; done' & h=\$!
+    sh -c '$HOG' & h=\$!
     for p in -b -i -o -b -o; do chrt \$p -p 0 \$h || exit 1; sleep 0.3; done
     kill \$h; wait \$h 2>/dev/null; true"
 }
@@ -305,9 +305,9 @@ extreme() {
   [ "$nice" -lt 0 ] && min=1
   start_sched "x_$name" --stats 1 --json "$@" || { echo "$name: did not load: $(tail -1 "$LOGS/x_$name.err")"; return; }
   for ((c = 0; c < NCPU; c++)); do
-    for i in 1 2; do nice -n "$nice" taskset -c "$c" sh -c 'while :; do :; done' & pids+=($!); done
+    for i in 1 2; do nice -n "$nice" taskset -c "$c" sh -c "$HOG" & pids+=($!); done
   done
-  for ((i = 0; i < NCPU; i++)); do sh -c 'while :; do :; done' & hogs+=($!); done
+  for ((i = 0; i < NCPU; i++)); do sh -c "$HOG" & hogs+=($!); done
   sleep 12
   extreme_judge "$name" "$min" 2500000 unpinned
 }
@@ -320,7 +320,7 @@ crowded() {
   local pids=() hogs=() i c=$((NCPU - 1)) n=12
   start_sched x_crowded --stats 1 --json --slice-us 250000 --preempt-us 250000 ||
     { echo "crowded: did not load: $(tail -1 "$LOGS/x_crowded.err")"; return; }
-  for ((i = 0; i < n; i++)); do taskset -c "$c" sh -c 'while :; do :; done' & hogs+=($!); done
+  for ((i = 0; i < n; i++)); do taskset -c "$c" sh -c "$HOG" & hogs+=($!); done
   sleep 12
   extreme_judge crowded 10 1500000 "$n hogs on CPU $c,"
 }

@@ -59,7 +59,7 @@ t_numa_fair() {
   n0=$(node_cpus 0); n1=$(node_cpus 1)
   start_sched nfair --stats 1 --json || { fail numa_fair "did not load"; return; }
   for c in $n0 $(set -- $n0; echo "$1") $n1; do
-    taskset -c "$c" sh -c 'while :; do :; done' & pids+=($!)
+    taskset -c "$c" sh -c "$HOG" & pids+=($!)
   done
   sleep 1
   for i in "${pids[@]}"; do taskset -a -p -c "0-$((NCPU - 1))" "$i" > /dev/null; done
@@ -123,7 +123,7 @@ while time.monotonic() < end:
     time.sleep(0.0001)' & spinners+=($!)
   done
   sleep 1
-  taskset -c 1 sh -c 'while :; do :; done' & hog=$!
+  taskset -c 1 sh -c "$HOG" & hog=$!
   sleep 6
   th=$(cputime "$hog")
   for i in "${spinners[@]}"; do ts=$((ts + $(cputime "$i"))); done
@@ -157,7 +157,7 @@ while time.monotonic() < end:
     t = time.monotonic(); time.sleep(0.005); late.append(time.monotonic() - t - 0.005)
 late = sorted(late[len(late) // 7:])  # the first second: run share still settling
 print(len(late), int(late[len(late) // 2] * 1e6), int(time.process_time() * 1000))' > "$out" & per=$!
-  taskset -c 1 sh -c 'while :; do :; done' & hog=$!
+  taskset -c 1 sh -c "$HOG" & hog=$!
   wait "$per"
   kill "$hog" 2>/dev/null; wait "$hog" 2>/dev/null
   stop_sched INT
@@ -182,7 +182,7 @@ t_steal() {
   # Every CPU a proc: this case is about stealing, not about --procs auto growing the set.
   start_sched steal --procs all --stats 1 --json || { fail steal "did not load"; return; }
   for ((i = 0; i < 2 * NCPU; i++)); do
-    in_cgroup "$cg" timeout 25 sh -c 'while :; do :; done' & pids+=($!)
+    in_cgroup "$cg" timeout 25 sh -c "$HOG" & pids+=($!)
   done
   sleep 3
   : > "$LOGS/steal.mark"; local mark; mark=$(wc -l < "$LOGS/steal.out")
@@ -264,7 +264,7 @@ t_race_affinity() {
   for ((i = 0; i < NCPU; i++)); do hog 12 & pids+=($!); done
   local end=$((SECONDS + 10))
   while [ $SECONDS -lt $end ]; do
-    for p in $(pgrep -f "while :; do :; done"); do taskset -p $((1 << (RANDOM % NCPU))) "$p" > /dev/null 2>&1; done
+    for p in $(pgrep -f "$HOG"); do taskset -p $((1 << (RANDOM % NCPU))) "$p" > /dev/null 2>&1; done
   done
   wait "${pids[@]}" 2>/dev/null
   local st; st=$(state)

@@ -16,7 +16,7 @@ t_procs_fixed() {
   local pids=() pin i s1 s2 busy t0 t1 ticks cpus b
   start_sched procs_fixed --procs 2 --stats 1 --json || { fail procs_fixed "did not load"; return; }
   for ((i = 0; i < NCPU; i++)); do spin & pids+=($!); done
-  taskset -c $((NCPU - 1)) sh -c 'while :; do :; done' & pin=$!
+  taskset -c $((NCPU - 1)) sh -c "$HOG" & pin=$!
   sleep 3
   s1=$(cpu_snap); t0=$(cputime "$pin")
   sleep 6
@@ -74,7 +74,7 @@ t_cpuset_outside() {
   start_sched cpuset_out --procs 1 --stats 1 --json || { fail cpuset_outside "did not load"; return; }
   taskset -c "$a,$z" stress-ng --temp-path /tmp -q --cpu 2 -t 9 & pids=($!)
   hogs=$(cpuset_busy "$a" "$z"); wait "${pids[@]}" 2>/dev/null; pids=()
-  for ((i = 0; i < 4; i++)); do taskset -c "$a,$z" sh -c 'while :; do :; done' & pids+=($!); done
+  for ((i = 0; i < 4; i++)); do taskset -c "$a,$z" sh -c "$HOG" & pids+=($!); done
   shells=$(cpuset_busy "$a" "$z"); kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null; pids=()
   taskset -c "$a,$z" sh -c 'end=$(($(date +%s) + 9)); while [ "$(date +%s)" -lt "$end" ]; do
       for k in 1 2; do (n=0; while [ $n -lt 20000 ]; do n=$((n + 1)); done) & done; wait; done' & pids=($!)
@@ -101,7 +101,7 @@ t_cpuset_shrink() {
   [ "$NCPU" -ge 4 ] || { skip cpuset_shrink "needs 4 CPUs"; return; }
   start_sched shrink --stats 1 --json || { fail cpuset_shrink "did not load"; return; }
   for ((i = 0; i < 2 * NCPU; i++)); do spin & pids+=($!); done
-  for i in 1 2; do taskset -c "$a,$z" sh -c 'while :; do :; done' & hogs+=($!); done
+  for i in 1 2; do taskset -c "$a,$z" sh -c "$HOG" & hogs+=($!); done
   sleep 8
   kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
   sleep 7
@@ -179,7 +179,7 @@ t_numa_home_grow() {
   nh=$(wc -w <<< "$n1"); [ "$nh" -gt 2 ] && nh=2
   start_sched homegrow --stats 1 --json || { fail numa_home_grow "did not load"; return; }
   sleep 4
-  for ((i = 0; i < nh; i++)); do numactl --membind=1 sh -c 'while :; do :; done' & pids+=($!); done
+  for ((i = 0; i < nh; i++)); do numactl --membind=1 sh -c "$HOG" & pids+=($!); done
   sleep 8
   local mark; mark=$(wc -l < "$LOGS/homegrow.out")
   read -r samples home < <(samples_on 25 "$n1" "${pids[@]}")
@@ -206,7 +206,7 @@ t_fork_spread() {
   [ "$(node_count)" -ge 2 ] || { skip fork_spread "one NUMA node"; return; }
   n0=$(node_cpus 0); first=${n0%% *}
   start_sched forkspread --procs all --stats 1 --json || { fail fork_spread "did not load"; return; }
-  for c in ${n0#"$first"}; do taskset -c "$c" sh -c 'while :; do :; done' & hogs+=($!); done
+  for c in ${n0#"$first"}; do taskset -c "$c" sh -c "$HOG" & hogs+=($!); done
   # Started on node 0's first CPU, where it wakes often enough to make node 0 its home, then
   # allowed everywhere.
   out=$(taskset -c "$first" python3 - "$n0" 2> "$LOGS/forkspread.parent" <<'PY'
@@ -280,7 +280,7 @@ t_numa_locality() {
   # Overload: 3 hogs per node-1 CPU, confined there, then released.
   echo "${n1// /,}" > "$cg/cpuset.cpus"
   for c in $n1 $n1 $n1; do
-    in_cgroup "$cg" sh -c 'while :; do :; done' & hogs+=($!)
+    in_cgroup "$cg" sh -c "$HOG" & hogs+=($!)
   done
   sleep 2
   echo "0-$((NCPU - 1))" > "$cg/cpuset.cpus"
@@ -304,8 +304,8 @@ t_numa_locality() {
 t_partial() {
   local ext=() other i p c bad="" samples=0 pol en oen
   start_sched partial --partial --procs 2-3 --stats 1 --json || { fail partial "did not load"; return; }
-  for i in 1 2 3; do "$SCX" run sh -c 'while :; do :; done' & ext+=($!); done
-  sh -c 'while :; do :; done' & other=$!
+  for i in 1 2 3; do "$SCX" run sh -c "$HOG" & ext+=($!); done
+  sh -c "$HOG" & other=$!
   sleep 3
   pol=$(sched_field "${ext[0]}" policy); en=$(sched_field "${ext[0]}" ext.enabled)
   oen=$(sched_field "$other" ext.enabled)

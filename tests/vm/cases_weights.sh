@@ -177,7 +177,7 @@ t_no_cgroup_weights() {
 t_starve_warn() {
   local pids=() i over named quiet_over quiet_max warn
   start_sched starve --starve-warn-ms 100 --stats 1 --json || { fail starve_warn "did not load"; return; }
-  for ((i = 0; i < 30; i++)); do taskset -c 1 sh -c 'while :; do :; done' & pids+=($!); done
+  for ((i = 0; i < 30; i++)); do taskset -c 1 sh -c "$HOG" & pids+=($!); done
   sleep 6
   kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
   stop_sched INT
