@@ -307,7 +307,7 @@ extreme() {
   for ((c = 0; c < NCPU; c++)); do
     for i in 1 2; do nice -n "$nice" taskset -c "$c" sh -c "$HOG" & pids+=($!); done
   done
-  for ((i = 0; i < NCPU; i++)); do sh -c "$HOG" & hogs+=($!); done
+  for ((i = 0; i < NCPU; i++)); do spin & hogs+=($!); done
   sleep 12
   extreme_judge "$name" "$min" 2500000 unpinned
 }

@@ -305,7 +305,7 @@ t_partial() {
   local ext=() other i p c bad="" samples=0 pol en oen
   start_sched partial --partial --procs 2-3 --stats 1 --json || { fail partial "did not load"; return; }
   for i in 1 2 3; do "$SCX" run sh -c "$HOG" & ext+=($!); done
-  sh -c "$HOG" & other=$!
+  spin & other=$!
   sleep 3
   pol=$(sched_field "${ext[0]}" policy); en=$(sched_field "${ext[0]}" ext.enabled)
   oen=$(sched_field "$other" ext.enabled)

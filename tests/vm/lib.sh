@@ -131,8 +131,9 @@ json_sum() { json_series "$1" "$2" | tr ' ' '\n' | awk '$1 != "None" && $1 != ""
 # The largest value of a field over the JSON stats lines of a log; nothing if it has none.
 json_max() { json_series "$1" "$2" | tr ' ' '\n' | awk '$1 != "None" && $1 != "" && (m == "" || $1 + 0 > m) { m = $1 + 0 } END { if (m != "") print m }'; }
 
-# The shell line every CPU hog runs.
-HOG='while :; do :; done'
+# The shell line every CPU hog runs. Exported: survive runs its work in a child bash, where
+# cgroup_task_churn starts hogs too.
+export HOG='while :; do :; done'
 
 # A CPU hog that exits after $1 seconds.
 hog() { timeout "$1" sh -c "$HOG"; }
