@@ -193,7 +193,7 @@ struct task_ctx {
 	u64 shared_seq;     /* shared_picks of its node when it last joined a shared queue */
 	u64 cgid;           /* cgroup counted at runnable, undone at quiescent */
 	s32 home_node;      /* where its memory is, or where it has been running */
-	s32 mem_node;       /* the node its memory policy binds or prefers; -1: none */
+	s32 mem_node;       /* the node its memory policy names, if it may run there; -1: none */
 	s32 last_cpu;
 	u32 away_runs;      /* consecutive runs away from home_node */
 	u32 run_share;      /* moving average of burst / (burst + sleep), see end_sleep */

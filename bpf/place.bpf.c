@@ -51,9 +51,22 @@ static void wakep_any(u32 node)
 }
 
 /*
+ * Whether @p may run on node @n, judged by the node's representative CPU: a cpuset that
+ * covers part of a node without it counts as outside, which costs that task only the memory
+ * hint below, never a CPU.
+ */
+static __always_inline bool may_run_on_node(struct task_struct *p, u32 n)
+{
+	return n < nr_nodes && bpf_cpumask_test_cpu(node_rep_cpu[node_idx(n)], p->cpus_ptr);
+}
+
+/*
  * The node @p's memory policy binds it to or prefers (numactl --membind/--preferred), or -1.
  * The kernel's NUMA balancing never scans sched_ext tasks (it runs from the fair class's
- * tick), so the memory policy is the signal a task's memory placement gives us.
+ * tick), so the memory policy is the signal a task's memory placement gives us. Memory on a
+ * node the task may not run on is remote to every CPU it may use: no home to wait for, and no
+ * procs to grow there (a container pinned to node 1 with its memory on node 0 spreads over its
+ * cpuset, instead of queueing behind a home it can never reach).
  */
 static s32 mem_node_of(struct task_struct *p)
 {
@@ -71,7 +84,7 @@ static s32 mem_node_of(struct task_struct *p)
 	if (!bits)
 		return -1;
 	n = ilog2_u64(bits & -bits);  /* the lowest node of the mask */
-	return n < nr_nodes ? (s32)n : -1;
+	return may_run_on_node(p, n) ? (s32)n : -1;
 }
 
 static __always_inline bool away_from_home(struct task_ctx *tctx, u32 node)

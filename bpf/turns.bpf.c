@@ -92,19 +92,6 @@ static void arm_turn_timer(s32 cpu, struct cpu_ctx *cctx, u64 limit)
 	bpf_timer_start(&tt->timer, limit, BPF_F_TIMER_CPU_PIN);
 }
 
-/*
- * @p's memory node if @p may run there (judged by the node's representative CPU), else -1:
- * only then can growing the procs on that node bring it home.
- */
-static __always_inline s8 mem_node_allowed(struct task_struct *p, struct task_ctx *tctx)
-{
-	s32 m = tctx ? tctx->mem_node : -1;
-
-	if (m < 0 || m >= nr_nodes || m >= MAX_NODES)
-		return -1;
-	return bpf_cpumask_test_cpu(node_rep_cpu[node_idx(m)], p->cpus_ptr) ? m : -1;
-}
-
 /* Mark @cpu as running @p from @now; returns whether @p came through the runnext slot. */
 static __always_inline bool start_on_cpu(struct cpu_ctx *cctx, s32 cpu, struct task_struct *p,
 					 struct task_ctx *tctx, u64 now)
@@ -113,7 +100,8 @@ static __always_inline bool start_on_cpu(struct cpu_ctx *cctx, s32 cpu, struct t
 
 	cctx->running_since = now;
 	cctx->running_pid = p->pid;
-	cctx->running_mem_node = mem_node_allowed(p, tctx);
+	/* mem_node is one @p may run on (mem_node_of): growing the procs there brings it home. */
+	cctx->running_mem_node = tctx ? tctx->mem_node : -1;
 	cctx->burst_base = now - (tctx ? tctx->burst_ns : 0);
 	if (cctx->runnext_pid == p->pid) {
 		cctx->runnext_pid = 0;

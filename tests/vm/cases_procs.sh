@@ -60,8 +60,10 @@ t_procs_auto() {
 
 # A cpuset that holds no proc (a container pinned outside them): its work must spread over
 # the cpuset as under the kernel's scheduler, not queue on the one CPU it started on. With
-# the procs fixed at one CPU, three loads in the last two CPUs: two stress-ng hogs, four busy
-# shells, and a job forking short CPU-bound children two at a time.
+# the procs fixed at one CPU, loads in the last two CPUs: two stress-ng hogs, four busy
+# shells, a job forking short CPU-bound children two at a time, and (with two nodes, the
+# cpuset on neither of CPU 0's) two hogs whose memory is bound to CPU 0's node: a home node
+# the cpuset excludes must not hold them back on the CPU they forked on.
 cpuset_busy() { # cpuset_busy CPU_A CPU_B: "busyA busyB" over 5 s, after 2 s to settle
   local s1 s2 b
   sleep 2; s1=$(cpu_snap); sleep 5; s2=$(cpu_snap)
@@ -78,16 +80,23 @@ t_cpuset_outside() {
   shells=$(cpuset_busy "$a" "$z"); kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null; pids=()
   taskset -c "$a,$z" sh -c 'end=$(($(date +%s) + 9)); while [ "$(date +%s)" -lt "$end" ]; do
       for k in 1 2; do (n=0; while [ $n -lt 20000 ]; do n=$((n + 1)); done) & done; wait; done' & pids=($!)
-  forks=$(cpuset_busy "$a" "$z"); wait "${pids[@]}" 2>/dev/null
+  forks=$(cpuset_busy "$a" "$z"); wait "${pids[@]}" 2>/dev/null; pids=()
+  local loads=("hogs:$hogs" "shells:$shells" "forks:$forks") n0 away
+  n0=$(cpu_node 0)
+  if [ "$(cpu_node "$a")" != "$n0" ] && [ "$(cpu_node "$z")" != "$n0" ]; then
+    numactl --membind="$n0" taskset -c "$a,$z" stress-ng --temp-path /tmp -q --cpu 2 -t 9 & pids=($!)
+    away=$(cpuset_busy "$a" "$z"); wait "${pids[@]}" 2>/dev/null
+    loads+=("memory_elsewhere:$away")
+  fi
   stop_sched INT
-  for r in "hogs:$hogs" "shells:$shells" "forks:$forks"; do
+  for r in "${loads[@]}"; do
     read -r x y <<< "${r#*:}"
     local want=80; [ "${r%%:*}" = forks ] && want=60
     if [ "${x:-0}" -lt "$want" ] || [ "${y:-0}" -lt "$want" ]; then bad+=" ${r%%:*} busy $x/$y% (want >= $want each)"; fi
   done
   if [ "$SCHED_RC" -ne 0 ]; then fail cpuset_outside "scheduler exit $SCHED_RC"
   elif [ -n "$bad" ]; then fail cpuset_outside "cpuset $a,$z outside the procs (CPU 0):$bad"
-  else pass cpuset_outside "cpuset $a,$z outside the procs (CPU 0), busy % of its CPUs: 2 hogs $hogs, 4 shells $shells, forking job $forks"
+  else pass cpuset_outside "cpuset $a,$z outside the procs (CPU 0), busy % of its CPUs: 2 hogs $hogs, 4 shells $shells, forking job $forks${away:+, 2 hogs with memory on node $n0 $away}"
   fi
 }
 

@@ -159,6 +159,12 @@ last_cpu() { awk '{ print $39 }' "/proc/$1/stat" 2>/dev/null; }
 sched_field() { awk -v k="$2" '$1 == k { print $3 }' "/proc/$1/sched" 2>/dev/null; }
 # How many NUMA nodes the guest has.
 node_count() { ls -d /sys/devices/system/node/node[0-9]* | wc -l; }
+# The NUMA node of a CPU (0 where the kernel shows none).
+cpu_node() {
+  local d
+  for d in /sys/devices/system/cpu/cpu"$1"/node[0-9]*; do [ -e "$d" ] && { echo "${d##*node}"; return; }; done
+  echo 0
+}
 # CPUs of a NUMA node as a list of ids.
 node_cpus() { python3 -c '
 import sys
