@@ -121,8 +121,17 @@ def best_peer(key, better, peers, vals):
     return (min if better == "lower" else max)(meds)
 
 
-def numa_note(vals, by_round):
-    """What the EEVDF run with NUMA balancing off says about the numa row."""
+EMULATED_NUMA = (
+    "Under software emulation this bogo-ops figure is not a NUMA gain: qemu's memory is flat, "
+    "and the same threads on the same node's CPUs, with the same host CPU per vCPU, read several "
+    "times apart under different schedulers and between boots; node0_share is the placement "
+    "figure (docs/benchmarks.md, \"The NUMA row is neither NUMA balancing nor placement\")."
+)
+
+
+def numa_note(vals, by_round, layout=""):
+    """What the EEVDF run with NUMA balancing off says about the numa row, and under emulation
+    what its bogo-ops do not say."""
     on, off = (("numa", "bogo_ops_s"), "eevdf"), (("numa_balancing_off", "bogo_ops_s"), "eevdf")
     if not vals.get(on) or not vals.get(off):
         return []
@@ -140,7 +149,10 @@ def numa_note(vals, by_round):
     if vals.get(f_on) and vals.get(f_off):
         line += (f". NUMA hinting faults per run: {statistics.median(vals[f_on]):.0f} on, "
                  f"{statistics.median(vals[f_off]):.0f} off")
-    return [line + "."]
+    line += "."
+    if "software emulation" in layout:
+        line += " " + EMULATED_NUMA
+    return [line]
 
 
 def main():
@@ -230,7 +242,7 @@ def main():
         best_cell = f"{best[0]:.4g} ({best[1]})" if best else "-"
         md.append(f"| {key[0]} | {key[1]} | {better} | " + " | ".join(cells) +
                   f" | {best_cell} | {fmt_ratio(to_best, to_best_paired)} | {target or ''} | {met} |")
-    notes = numa_note(vals, by_round)
+    notes = numa_note(vals, by_round, layout)
     try:
         notes += [l.strip() for l in open(f"{out}/status") if l.strip()]
     except OSError:
