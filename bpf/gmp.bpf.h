@@ -29,6 +29,7 @@ const volatile u32 cpu_node[MAX_CPUS];
 const volatile u32 cpu_llc[MAX_CPUS];
 const volatile bool numa_on = true;          /* false: --no-numa, the machine as one node */
 const volatile u32 node_rep_cpu[MAX_NODES];  /* one online CPU per node: a placement hint */
+const volatile u32 nr_mem_nodes = 1;         /* nodes with memory (the kernel's has_memory) */
 const volatile u16 steal_order[MAX_CPUS];    /* online CPUs by node, LLC, id (struct steal_ring) */
 const volatile struct steal_ring steal_rings[MAX_CPUS];
 const volatile bool cgroup_weights_on = true;
@@ -193,7 +194,7 @@ struct task_ctx {
 	u64 shared_seq;     /* shared_picks of its node when it last joined a shared queue */
 	u64 cgid;           /* cgroup counted at runnable, undone at quiescent */
 	s32 home_node;      /* where its memory is, or where it has been running */
-	s32 mem_node;       /* the node its memory policy names, if it may run there; -1: none */
+	s32 mem_node;       /* where its memory is (mem_node_of), if it may run there; -1: none */
 	s32 last_cpu;
 	u32 away_runs;      /* consecutive runs away from home_node */
 	u32 run_share;      /* moving average of burst / (burst + sleep), see end_sleep */

@@ -60,27 +60,51 @@ static __always_inline bool may_run_on_node(struct task_struct *p, u32 n)
 	return n < nr_nodes && bpf_cpumask_test_cpu(node_rep_cpu[node_idx(n)], p->cpus_ptr);
 }
 
+/* The nodes @p's memory policy binds it to or prefers (numactl --membind/--preferred); 0: none. */
+static __always_inline u64 policy_nodes(struct task_struct *p)
+{
+	struct mempolicy *mp = BPF_CORE_READ(p, mempolicy);
+	u16 mode;
+
+	if (!mp)
+		return 0;
+	mode = BPF_CORE_READ(mp, mode);
+	if (mode != MPOL_BIND && mode != MPOL_PREFERRED && mode != MPOL_PREFERRED_MANY)
+		return 0;
+	return BPF_CORE_READ(mp, nodes.bits[0]);
+}
+
 /*
- * The node @p's memory policy binds it to or prefers (numactl --membind/--preferred), or -1.
- * The kernel's NUMA balancing never scans sched_ext tasks (it runs from the fair class's
- * tick), so the memory policy is the signal a task's memory placement gives us. Memory on a
- * node the task may not run on is remote to every CPU it may use: no home to wait for, and no
- * procs to grow there (a container pinned to node 1 with its memory on node 0 spreads over its
- * cpuset, instead of queueing behind a home it can never reach).
+ * The node @p's cpuset confines its memory to (cpuset.mems of one node: a container or a pod
+ * placed on a NUMA node), or 0 where it may allocate on several, which says nothing. Where
+ * only one node has memory, every task is confined to it, and that says nothing either.
+ */
+static __always_inline u64 cpuset_node(struct task_struct *p)
+{
+	u64 bits;
+
+	if (nr_mem_nodes < 2 || !bpf_core_field_exists(p->mems_allowed))
+		return 0;
+	bits = BPF_CORE_READ(p, mems_allowed.bits[0]);
+	return bits & (bits - 1) ? 0 : bits;
+}
+
+/*
+ * The node @p's memory is on, as far as the task says: the node its memory policy names, else
+ * the one node its cpuset lets it allocate on; -1 if neither names one. The kernel's NUMA
+ * balancing never scans sched_ext tasks (it runs from the fair class's tick), so these are
+ * the signals a task's memory placement gives us. Memory on a node the task may not run on is
+ * remote to every CPU it may use: no home to wait for, and no procs to grow there (a
+ * container pinned to node 1 with its memory on node 0 spreads over its cpuset, instead of
+ * queueing behind a home it can never reach).
  */
 static s32 mem_node_of(struct task_struct *p)
 {
-	struct mempolicy *mp = BPF_CORE_READ(p, mempolicy);
-	u64 bits;
-	u16 mode;
+	u64 bits = policy_nodes(p);
 	u32 n;
 
-	if (!mp)
-		return -1;
-	mode = BPF_CORE_READ(mp, mode);
-	if (mode != MPOL_BIND && mode != MPOL_PREFERRED && mode != MPOL_PREFERRED_MANY)
-		return -1;
-	bits = BPF_CORE_READ(mp, nodes.bits[0]);
+	if (!bits)
+		bits = cpuset_node(p);
 	if (!bits)
 		return -1;
 	n = ilog2_u64(bits & -bits);  /* the lowest node of the mask */
@@ -95,8 +119,8 @@ static __always_inline bool away_from_home(struct task_ctx *tctx, u32 node)
 
 /*
  * The home node follows the task once it has settled elsewhere (HOME_ADOPT_RUNS starts in a
- * row), unless its memory policy or the kernel's NUMA balancing names a node: then that node
- * is home. Called as the task starts on @node.
+ * row), unless its memory node (mem_node_of) or the kernel's NUMA balancing names a node:
+ * then that node is home. Called as the task starts on @node.
  */
 static void update_home(struct task_struct *p, struct task_ctx *tctx, s32 node)
 {
@@ -148,7 +172,7 @@ static s32 idle_at_home(struct task_struct *p, s32 home)
  * order), other nodes only when the home node has no idle CPU and the task would otherwise
  * queue behind at least numa_steal_min - 1 others there: a short wait at home is cheaper than
  * running every memory access remotely. A task without a home (new: it has not run yet, so
- * no memory is its own, and no memory policy names a node) has no such trade to make, and
+ * no memory is its own, and mem_node_of names no node) has no such trade to make, and
  * takes an idle CPU of any node at once, as the kernel balances forks over every node.
  * Returns a claimed idle CPU or a negative value.
  */

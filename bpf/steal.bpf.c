@@ -29,7 +29,7 @@ static u64 head_wait_ns(u64 dsq_id, u64 now)
 
 /*
  * The state of the task at the head of @dsq_id if it may leave its node; NULL if the queue is
- * empty or its memory policy binds the head to its node (it must not be pulled from its memory).
+ * empty or the head has a memory node (mem_node_of: it must not be pulled from its memory).
  */
 static struct task_ctx *movable_head(u64 dsq_id)
 {

@@ -113,6 +113,7 @@ fn set_rodata(skel: &mut OpenBpfSkel, opts: &Opts, topo: &TopoMaps) -> Result<()
         .context("no rodata in the BPF object")?;
     rodata.nr_cpus = topo.nr_cpu_ids as u32;
     rodata.nr_nodes = topo.nr_nodes as u32;
+    rodata.nr_mem_nodes = crate::topo::memory_nodes(topo.nr_nodes) as u32;
     rodata.slice_ns = opts.slice_us * 1000;
     rodata.preempt_ns = opts.preempt_us * 1000;
     rodata.sysmon_ns = opts.sysmon_us * 1000;

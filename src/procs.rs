@@ -108,7 +108,7 @@ fn parse_cpu_id(s: &str) -> Result<usize, String> {
 }
 
 /// "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]. One trailing comma is allowed ("5,").
-fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+pub(crate) fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     let body = s.strip_suffix(',').unwrap_or(s);
     let mut cpus = BTreeSet::new();
     for item in body.split(',') {

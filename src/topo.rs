@@ -175,9 +175,35 @@ impl TopoMaps {
 /// Format CPU ids as a compact list: 0-3,8,10-11.
 pub use crate::procs::cpulist;
 
+/// The kernel's list of NUMA nodes that have memory.
+const HAS_MEMORY: &str = "/sys/devices/system/node/has_memory";
+
+/// How many NUMA nodes have memory, from the kernel's node list ("0-1"); `nr_nodes` where the
+/// list is missing or unreadable (a kernel without NUMA: every node counts).
+pub fn memory_nodes(nr_nodes: usize) -> usize {
+    std::fs::read_to_string(HAS_MEMORY)
+        .ok()
+        .and_then(|s| count_node_list(&s))
+        .unwrap_or(nr_nodes)
+}
+
+/// The number of nodes in a kernel node list, or None if it does not parse.
+fn count_node_list(s: &str) -> Option<usize> {
+    crate::procs::parse_cpu_list(s.trim()).ok().map(|v| v.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_lists_count_their_nodes() {
+        assert_eq!(count_node_list("0-1\n"), Some(2));
+        assert_eq!(count_node_list("0,2-3"), Some(3));
+        assert_eq!(count_node_list("0"), Some(1));
+        assert_eq!(count_node_list(""), None);
+        assert_eq!(count_node_list("x"), None);
+    }
 
     fn place(cpu: usize, core: usize, llc: usize, node: usize) -> CpuPlace {
         CpuPlace {

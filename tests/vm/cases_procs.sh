@@ -175,32 +175,51 @@ samples_on() {
   echo "$samples $on"
 }
 
-# The procs grow where the memory is: two hogs bound to node 1's memory (numactl --membind=1)
-# start once --procs auto has shrunk the idle set to node 0's first CPU. Busy and with nothing
-# waiting, the set had no reason to grow on node 1, and the hogs ran on node 0 for good, away
-# from their memory (or one of them, once the other had gone home to node 1's first proc).
-# sysmon counts them (homeless_running); the set must grow on node 1 and both run there.
-t_numa_home_grow() {
-  local n1 nh pids=() i samples=0 home=0 share sets
-  [ "$(node_count)" -ge 2 ] || { skip numa_home_grow "one NUMA node"; return; }
+# The procs grow where the memory is: two hogs whose memory is on node 1 start once --procs
+# auto has shrunk the idle set to node 0's first CPU. Busy and with nothing waiting, the set
+# had no reason to grow on node 1, and the hogs ran on node 0 for good, away from their memory
+# (or one of them, once the other had gone home to node 1's first proc). sysmon counts them
+# (homeless_running); the set must grow on node 1 and both run there. Run twice, with the
+# two signals a task's memory placement gives: a memory policy (numactl --membind=1), and a
+# cpuset whose cpuset.mems is node 1 alone (a container or pod placed on the node), which in
+# default mode left them 0% on node 1 until mem_node_of() read it.
+home_grow_share() { # home_grow_share membind|cpuset: sets HG_SAMPLES HG_HOME HG_SETS
+  local how=$1 n1 nh pids=() i cg=/sys/fs/cgroup/gmp-mems
+  HG_SAMPLES=0; HG_HOME=0; HG_SETS="?"
   n1=$(node_cpus 1)
   # Two hogs, or one where node 1 has one CPU online: more than its CPUs cannot all be there.
   nh=$(wc -w <<< "$n1"); [ "$nh" -gt 2 ] && nh=2
-  start_sched homegrow --stats 1 --json || { fail numa_home_grow "did not load"; return; }
+  if [ "$how" = cpuset ]; then
+    echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+    mkdir -p "$cg" && echo 1 > "$cg/cpuset.mems" || return 1
+  fi
+  start_sched "homegrow_$how" --stats 1 --json || { [ "$how" = cpuset ] && rmdir "$cg"; return 1; }
   sleep 4
-  for ((i = 0; i < nh; i++)); do numactl --membind=1 sh -c "$HOG" & pids+=($!); done
+  for ((i = 0; i < nh; i++)); do
+    if [ "$how" = cpuset ]; then in_cgroup "$cg" sh -c "$HOG" & pids+=($!)
+    else numactl --membind=1 sh -c "$HOG" & pids+=($!); fi
+  done
   sleep 8
-  local mark; mark=$(wc -l < "$LOGS/homegrow.out")
-  read -r samples home < <(samples_on 25 "$n1" "${pids[@]}")
+  local mark; mark=$(wc -l < "$LOGS/homegrow_$how.out")
+  read -r HG_SAMPLES HG_HOME < <(samples_on 25 "$n1" "${pids[@]}")
   kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
   stop_sched INT
-  tail -n +$((mark + 1)) "$LOGS/homegrow.out" > "$LOGS/homegrow.window"
-  sets=$(json_series "$LOGS/homegrow.window" procs_cpus | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')
-  share=$(awk -v h="$home" -v s="$samples" 'BEGIN { printf "%.1f", s ? 100 * h / s : 0 }')
-  if [ "$SCHED_RC" -ne 0 ]; then fail numa_home_grow "scheduler exit $SCHED_RC"
-  elif awk -v s="$share" 'BEGIN { exit !(s < 90) }'; then
-    fail numa_home_grow "$samples samples of $nh hogs bound to node 1's memory: $share% on node 1 (want >= 90%); procs $sets"
-  else pass numa_home_grow "$samples samples of $nh hogs bound to node 1's memory, started on node 0's procs: $share% on node 1; procs then $sets"
+  [ "$how" = cpuset ] && rmdir "$cg" 2>/dev/null
+  tail -n +$((mark + 1)) "$LOGS/homegrow_$how.out" > "$LOGS/homegrow_$how.window"
+  HG_SETS=$(json_series "$LOGS/homegrow_$how.window" procs_cpus | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')
+}
+t_numa_home_grow() {
+  local how share bad="" detail=""
+  [ "$(node_count)" -ge 2 ] || { skip numa_home_grow "one NUMA node"; return; }
+  for how in membind cpuset; do
+    home_grow_share "$how" || { fail numa_home_grow "$how: did not load"; return; }
+    [ "$SCHED_RC" -ne 0 ] && { fail numa_home_grow "$how: scheduler exit $SCHED_RC"; return; }
+    share=$(awk -v h="$HG_HOME" -v s="$HG_SAMPLES" 'BEGIN { printf "%.1f", s ? 100 * h / s : 0 }')
+    detail+=" $how: $share% of $HG_SAMPLES samples on node 1, procs then ${HG_SETS% };"
+    awk -v s="$share" 'BEGIN { exit !(s < 90) }' && bad+=" $how"
+  done
+  if [ -n "$bad" ]; then fail numa_home_grow "hogs with memory on node 1, started on node 0's procs:$detail want >= 90% each (failed:$bad)"
+  else pass numa_home_grow "hogs with memory on node 1, started on node 0's procs:${detail%;}"
   fi
 }
 
