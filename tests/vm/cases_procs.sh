@@ -184,7 +184,7 @@ samples_on() {
 # cpuset whose cpuset.mems is node 1 alone (a container or pod placed on the node), which in
 # default mode left them 0% on node 1 until mem_node_of() read it.
 home_grow_share() { # home_grow_share membind|cpuset: sets HG_SAMPLES HG_HOME HG_SETS
-  local how=$1 n1 nh pids=() i cg=/sys/fs/cgroup/gmp-mems
+  local how=$1 n1 nh pids=() i cg=/sys/fs/cgroup/gmp-mems launch=(numactl --membind=1)
   HG_SAMPLES=0; HG_HOME=0; HG_SETS="?"
   n1=$(node_cpus 1)
   # Two hogs, or one where node 1 has one CPU online: more than its CPUs cannot all be there.
@@ -192,19 +192,17 @@ home_grow_share() { # home_grow_share membind|cpuset: sets HG_SAMPLES HG_HOME HG
   if [ "$how" = cpuset ]; then
     echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
     mkdir -p "$cg" && echo 1 > "$cg/cpuset.mems" || return 1
+    launch=(in_cgroup "$cg")
   fi
-  start_sched "homegrow_$how" --stats 1 --json || { [ "$how" = cpuset ] && rmdir "$cg"; return 1; }
+  start_sched "homegrow_$how" --stats 1 --json || { rmdir "$cg" 2>/dev/null; return 1; }
   sleep 4
-  for ((i = 0; i < nh; i++)); do
-    if [ "$how" = cpuset ]; then in_cgroup "$cg" sh -c "$HOG" & pids+=($!)
-    else numactl --membind=1 sh -c "$HOG" & pids+=($!); fi
-  done
+  for ((i = 0; i < nh; i++)); do "${launch[@]}" sh -c "$HOG" & pids+=($!); done
   sleep 8
   local mark; mark=$(wc -l < "$LOGS/homegrow_$how.out")
   read -r HG_SAMPLES HG_HOME < <(samples_on 25 "$n1" "${pids[@]}")
   kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
   stop_sched INT
-  [ "$how" = cpuset ] && rmdir "$cg" 2>/dev/null
+  rmdir "$cg" 2>/dev/null
   tail -n +$((mark + 1)) "$LOGS/homegrow_$how.out" > "$LOGS/homegrow_$how.window"
   HG_SETS=$(json_series "$LOGS/homegrow_$how.window" procs_cpus | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')
 }
