@@ -145,10 +145,26 @@ static __always_inline int picked(u32 node)
 }
 
 /*
+ * shared_pick met @p in the queue: the first entry sets the weight and cgroup to compare with;
+ * one that differs widens the window, since only then does FIFO order flatten weights.
+ */
+static __always_inline void widen_for_weights(struct cpu_ctx *cctx, struct task_struct *p,
+					      struct task_ctx *tctx)
+{
+	if (!cctx->pick_weight) {
+		cctx->pick_weight = p->scx.weight ?: 1;
+		cctx->pick_cgid = tctx->cgid;
+	} else if (p->scx.weight != cctx->pick_weight || tctx->cgid != cctx->pick_cgid) {
+		cctx->pick_window = SHARED_PICK_WINDOW_MIXED;
+	}
+}
+
+/*
  * Serve @node's shared queue on @cpu. A plain FIFO shared by several CPUs gives every task
  * one turn per wait, so tasks with short (low-weight) turns come round more often and weights
- * flatten. So the task with the least vtime among the first SHARED_PICK_WINDOW goes first,
- * but the head goes first once it is due (pick_due).
+ * flatten. So the task with the least vtime among the first SHARED_PICK_WINDOW (or, with
+ * weights that differ among them, SHARED_PICK_WINDOW_MIXED) goes first, but the head goes
+ * first once it is due (pick_due).
  *
  * Why nothing starves: every task behind the head joined the queue after it, so the node's
  * picks and the clock have moved less for it; once a task is due, so is every task ahead of
@@ -171,15 +187,20 @@ __noinline int shared_pick(s32 cpu, u32 node)
 	/* Scratch in memory, not registers: see steal_from. */
 	cctx->pick_seen = 0;
 	cctx->pick_pid = -1;
+	cctx->pick_window = SHARED_PICK_WINDOW;
+	cctx->pick_weight = 0;
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		struct task_ctx *tctx = task_ctx(p);
 
 		/* The head is due (or unknown): FIFO (pick_pid stays -1). */
 		if (!cctx->pick_seen && (!tctx || !tctx->ready_at || pick_due(tctx, node, now)))
 			break;
-		if (++cctx->pick_seen > SHARED_PICK_WINDOW)
+		if (++cctx->pick_seen > cctx->pick_window)
 			break;
-		if (!tctx || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || is_migration_disabled(p))
+		if (!tctx)
+			continue;
+		widen_for_weights(cctx, p, tctx);
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || is_migration_disabled(p))
 			continue;
 		if (tctx->vtime < best) {
 			best = tctx->vtime;
@@ -189,7 +210,7 @@ __noinline int shared_pick(s32 cpu, u32 node)
 	if (cctx->pick_pid >= 0) {
 		cctx->pick_seen = 0;
 		bpf_for_each(scx_dsq, p, dsq, 0) {
-			if (++cctx->pick_seen > SHARED_PICK_WINDOW)
+			if (++cctx->pick_seen > cctx->pick_window)
 				break;
 			if (p->pid != cctx->pick_pid)
 				continue;

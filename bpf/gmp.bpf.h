@@ -89,8 +89,17 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
  * sharing host cores) a bound of 4 slices fell due within the turns a low-weight task is meant
  * to wait, and FIFO order flattened cpu.weight. 8, not 4: with 4 the llc layout still read
  * 2.43:1 for 300:100 (docs/design.md).
+ *
+ * Weights hold while the window covers the queue: beyond it the queue is FIFO, which flattens
+ * them. A node's queue holds about two tasks per CPU at three runnable per CPU, so once the
+ * window holds tasks of different weights (nice or cgroup) it widens to
+ * SHARED_PICK_WINDOW_MIXED, 32, which covers nodes of 16 CPUs (scripts/sim_shared_pick.py);
+ * 8 covers 4. Among equal weights FIFO is fair, and walking 32 on every pick slowed
+ * hackbench, whose queues are long (docs/benchmarks.md). Fixed bounds, not the queue's
+ * length: the work per pick stays the same on any machine.
  */
 #define SHARED_PICK_WINDOW 8
+#define SHARED_PICK_WINDOW_MIXED 32
 #define SHARED_PICK_WAIT_TURNS 8
 #define SHARED_PICK_WAIT_MAX_NS ROUND_MAX_NS
 /*
@@ -155,6 +164,9 @@ struct cpu_ctx {
 	u32 steal_moved;    /* scratch: tasks moved by the steal in progress */
 	u32 pick_seen;      /* scratch: shared-queue entries looked at by shared_pick */
 	s32 pick_pid;       /* scratch: the entry shared_pick chose; -1: none */
+	u32 pick_window;    /* scratch: how far shared_pick looks (widen_for_weights) */
+	u32 pick_weight;    /* scratch: p->scx.weight of its first entry; 0: none yet */
+	u64 pick_cgid;      /* scratch: cgroup of its first entry */
 	u32 backlog_seen;   /* scratch: shared-queue entries backlog_ns has summed */
 	u64 run_limit_ns;   /* sysmon preempts the current task after this (see sysmon_deadline) */
 	u8 kicked;          /* woken by wakep and not yet dispatching */

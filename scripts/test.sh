@@ -39,8 +39,8 @@ KVER=${KERNELS[0]}
 
 # The cases that depend on the machine's shape (placement, stealing, the procs, NUMA, weights,
 # hotplug, the wait bound), run again on every other layout.
-CORE_CASES="load ci_stress steal procs_auto procs_hold cpuset_outside cpuset_shrink numa_home_grow fork_spread numa_locality numa_level nice cgroup_weight flag_extremes f3_hotplug"
-FAST_CORE_CASES="load steal procs_auto procs_hold cpuset_outside nice flag_extremes"
+CORE_CASES="load ci_stress steal procs_auto procs_hold cpuset_outside cpuset_shrink numa_home_grow fork_spread numa_locality numa_level nice cgroup_weight cgroup_long_queue flag_extremes f3_hotplug"
+FAST_CORE_CASES="load steal procs_auto procs_hold cpuset_outside nice cgroup_long_queue flag_extremes"
 # RUNS: "KERNEL LAYOUT CASES" per VM boot; CASES is a comma-joined list, or "all".
 RUNS=()
 if [ -n "$CPUS$NODES" ]; then
