@@ -101,12 +101,15 @@ if ! grep -q '^test result:' "$unit_log"; then u_fail=$((u_fail + 1)); fi
 PASSED=$((PASSED + u_pass)); FAILED=$((FAILED + u_fail))
 SUMMARY+=("unit: $u_pass passed, $u_fail failed")
 
-# The benchmark's trace summary (tests/bench/trace_stats.py) on hand-made traces.
-if out=$(python3 tests/bench/test_trace_stats.py 2>&1); then
-  record PASS bench_trace_stats "$(grep -m1 '^Ran ' <<< "$out")"
-else
-  record FAIL bench_trace_stats "$(grep -m1 -E '^(FAIL|ERROR):' <<< "$out")"
-fi
+# The benchmark's trace summary (tests/bench/trace_stats.py) on hand-made traces, and its
+# report's choice of the best peer (report.py).
+for t in trace_stats report; do
+  if out=$(python3 "tests/bench/test_$t.py" 2>&1); then
+    record PASS "bench_$t" "$(grep -m1 '^Ran ' <<< "$out")"
+  else
+    record FAIL "bench_$t" "$(grep -m1 -E '^(FAIL|ERROR):' <<< "$out")"
+  fi
+done
 
 # On a host without sched_ext, the loader must refuse with one line naming the config option.
 if [ ! -e /sys/kernel/sched_ext ]; then

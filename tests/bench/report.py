@@ -113,8 +113,12 @@ def fmt_ratio(ratio, paired):
 
 
 def best_peer(key, better, peers, vals):
-    """The peer with the best median for this metric, and that median; None without one."""
-    meds = [(statistics.median(vals[(key, p)]), p) for p in peers if vals.get((key, p))]
+    """The peer with the best median for this metric, and that median; None without one.
+    A peer with fewer runs of it than EEVDF is not chosen: it stalled or was ejected in some
+    round, and the median of the runs it finished would stand for a scheduler that failed."""
+    rounds = len(vals.get((key, "eevdf"), []))
+    meds = [(statistics.median(vals[(key, p)]), p) for p in peers
+            if vals.get((key, p)) and len(vals[(key, p)]) >= rounds]
     # Each scheduler's overhead rows name its own BPF programs: nothing to compare across.
     if not meds or better not in ("lower", "higher") or key[0] == "overhead":
         return None
@@ -188,8 +192,8 @@ def main():
     md = [f"Layout: {layout}. Median of rounds, [min-max], ratio to EEVDF (median/median; "
           "paired: the median of the rounds' own ratios, each run against EEVDF's run of the "
           "same round, which the host's drift between rounds moves less). Best peer: the peer "
-          "scheduler with the best median (" + (", ".join(peers) or "none ran") + "); "
-          "scx_gmp's ratio to it is paired the same way.", ""]
+          "scheduler with the best median (" + (", ".join(peers) or "none ran") + ") over "
+          "as many runs as EEVDF's; scx_gmp's ratio to it is paired the same way.", ""]
     md.append("| workload | metric | better | " + " | ".join(scheds) +
               " | best peer | scx_gmp / best peer | target | scx_gmp met |")
     md.append("|---|---|---|" + "---|" * len(scheds) + "---|---|---|---|")

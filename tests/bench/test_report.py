@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Checks of report.py's choice of the best peer (run by scripts/test.sh)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
+
+KEY = ("hackbench_proc_g1", "time_s")
+
+
+class BestPeer(unittest.TestCase):
+    def test_lower_is_better(self):
+        vals = {(KEY, "eevdf"): [2, 2, 2], (KEY, "a"): [1.5, 1.6, 1.4], (KEY, "b"): [1.2, 1.3, 1.1]}
+        self.assertEqual(report.best_peer(KEY, "lower", ["a", "b"], vals), (1.2, "b"))
+        self.assertEqual(report.best_peer(KEY, "higher", ["a", "b"], vals), (1.5, "a"))
+
+    def test_peer_left_out_midway_is_not_chosen(self):
+        # b was ejected after round 1: its one run must not stand as the best median.
+        vals = {(KEY, "eevdf"): [2, 2, 2], (KEY, "a"): [1.5, 1.6, 1.4], (KEY, "b"): [0.5]}
+        self.assertEqual(report.best_peer(KEY, "lower", ["a", "b"], vals), (1.5, "a"))
+
+    def test_no_complete_peer(self):
+        vals = {(KEY, "eevdf"): [2, 2, 2], (KEY, "b"): [0.5]}
+        self.assertIsNone(report.best_peer(KEY, "lower", ["b"], vals))
+
+    def test_overhead_rows_have_no_best_peer(self):
+        key = ("overhead", "ns_x_dispatch")
+        vals = {(key, "a"): [1.0]}
+        self.assertIsNone(report.best_peer(key, "lower", ["a"], vals))
+
+
+if __name__ == "__main__":
+    unittest.main()
