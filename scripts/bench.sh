@@ -4,7 +4,7 @@
 # scx_p2dq, scx_lavd, scx_cosmos, built once from crates.io into /opt/scx_gmp/peers) and under
 # any other sched_ext scheduler named with --sched, in interleaved rounds whose order rotates.
 # Writes a Markdown table, a CSV and a PNG chart of the ratios to EEVDF, and puts the table and
-# chart in the README.
+# chart in the README, one block per layout (the default shape's, then each named layout's).
 #
 #   scripts/bench.sh [--rounds N] [--duration S] [--layout NAME | --cpus N --nodes M]
 #                    [--kernel VER] [--sched NAME=/path/to/scheduler] [--gmp-flags "FLAGS"]
@@ -13,7 +13,9 @@
 #   scripts/bench.sh --scale [scripts/scale.sh's arguments]
 #
 # --layout takes a shape of scripts/vm.sh (2n, smt, llc, one, wide, offline); the default is
-# 2n, 4 CPUs in 2 nodes. --scale runs the scale benchmark instead (scripts/scale.sh).
+# 2n, 4 CPUs in 2 nodes, whose table is the README's first. Another named layout's goes to its
+# own block and files (docs/bench-smt.md ...); a shape given by --cpus/--nodes alone leaves the
+# README alone. --scale runs the scale benchmark instead (scripts/scale.sh).
 # Under emulation the guest keeps the TSC clocksource (vm.sh --tsc); --hpet leaves it on the
 # HPET the guest kernel falls back to, where every clock read is an emulated MMIO access.
 # A peer that does not build or load is left out with one line in the report, not an error.
@@ -54,6 +56,15 @@ while [ $# -gt 0 ]; do
 done
 case "$LAYOUT" in ""|2n|smt|llc|one|wide|offline) ;;
   *) echo "bench.sh: unknown layout '$LAYOUT' (2n, smt, llc, one, wide, offline)" >&2; exit 2 ;; esac
+# Where the README and docs/ keep this shape's table: "bench" for the default, bench-LAYOUT for
+# another named layout. A shape of --cpus/--nodes alone has no block: a 2-CPU run must not
+# replace the 4-CPU table the README's text describes.
+BLOCK=bench
+if [ -n "$LAYOUT" ] && [ "$LAYOUT" != 2n ]; then BLOCK=bench-$LAYOUT
+elif [ -z "$LAYOUT" ] && { [ "$CPUS" != 4 ] || [ "$NODES" != 2 ]; } && [ "$README" = 1 ]; then
+  echo "bench.sh: --cpus/--nodes other than 4 and 2 name no layout; leaving the README alone" >&2
+  README=0
+fi
 [ "$ROUNDS" -ge 3 ] || echo "bench.sh: fewer than 3 rounds: medians will be rough" >&2
 for s in "${EXTRA[@]}"; do
   bin=${s#*=}; bin=${bin%% *}
@@ -175,14 +186,24 @@ echo "[bench] results: $OUT/bench.md, $OUT/bench.csv, $OUT/bench.png"
 
 if [ "$README" = 1 ]; then
   mkdir -p docs
-  cp "$OUT/bench.md" docs/bench.md; cp "$OUT/bench.csv" docs/bench.csv; cp "$OUT/bench.png" docs/bench.png
-  python3 - "$OUT/bench.md" <<'PY'
+  for ext in md csv png; do cp "$OUT/bench.$ext" "docs/$BLOCK.$ext"; done
+  python3 - "$OUT/bench.md" "$BLOCK" <<'PY'
 import re, sys
-table = open(sys.argv[1]).read().strip()
+table, name = open(sys.argv[1]).read().strip(), sys.argv[2]
 readme = open("README.md").read()
-block = "<!-- bench:start -->\n" + table + "\n\n![ratios to EEVDF](docs/bench.png)\n<!-- bench:end -->"
-readme = re.sub(r"<!-- bench:start -->.*<!-- bench:end -->", lambda m: block, readme, flags=re.S)
+start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+block = f"{start}\n{table}\n\n![ratios to EEVDF](docs/{name}.png)\n{end}"
+span = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
+if span.search(readme):
+    readme = span.sub(lambda m: block, readme)
+else:
+    # A layout's first run: its block goes after the last table.
+    last = list(re.finditer(r"<!-- bench[-a-z0-9]*:end -->", readme))
+    if not last:
+        sys.exit("bench.sh: the README has no <!-- bench:start --> block")
+    at = last[-1].end()
+    readme = readme[:at] + "\n\n" + block + readme[at:]
 open("README.md", "w").write(readme)
 PY
-  echo "[bench] README.md and docs/ updated"
+  echo "[bench] README.md and docs/$BLOCK.* updated"
 fi
