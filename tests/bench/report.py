@@ -9,6 +9,7 @@ PEERs are the published schedulers bench.sh ran for comparison; OUT_DIR/status, 
 holds one line per scheduler that was left out, printed under the table.
 """
 import csv
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -135,9 +136,10 @@ EMULATED_NUMA = (
 
 def numa_note(vals, by_round, layout=""):
     """What the EEVDF run with NUMA balancing off says about the numa row, and under emulation
-    what its bogo-ops do not say."""
+    what its bogo-ops do not say. Nothing on one node (bench.sh's "nodes 0"), where neither
+    NUMA balancing nor placement has a choice to make."""
     on, off = (("numa", "bogo_ops_s"), "eevdf"), (("numa_balancing_off", "bogo_ops_s"), "eevdf")
-    if not vals.get(on) or not vals.get(off):
+    if not vals.get(on) or not vals.get(off) or re.search(r"\bnodes 0\)", layout):
         return []
     m_on, m_off = statistics.median(vals[on]), statistics.median(vals[off])
     p = paired_ratio(by_round[off], by_round[on])

@@ -31,5 +31,20 @@ class BestPeer(unittest.TestCase):
         self.assertIsNone(report.best_peer(key, "lower", ["a"], vals))
 
 
+class NumaNote(unittest.TestCase):
+    ON, OFF = (("numa", "bogo_ops_s"), "eevdf"), (("numa_balancing_off", "bogo_ops_s"), "eevdf")
+
+    def note(self, layout):
+        vals = {self.ON: [5.0], self.OFF: [5.0]}
+        by_round = {self.ON: {"1": 5.0}, self.OFF: {"1": 5.0}}
+        return report.numa_note(vals, by_round, layout)
+
+    def test_two_nodes_have_a_note(self):
+        self.assertEqual(len(self.note("4 CPUs in 2 NUMA node(s) (4 CPUs, nodes 0-1), kernel x")), 1)
+
+    def test_one_node_has_none(self):
+        self.assertEqual(self.note("layout smt (8 CPUs, nodes 0), kernel x"), [])
+
+
 if __name__ == "__main__":
     unittest.main()
