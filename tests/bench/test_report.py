@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks of report.py's choice of the best peer (run by scripts/test.sh)."""
+"""Checks of report.py's choice of the best peer and of its NUMA note (run by scripts/test.sh)."""
 import os
 import sys
 import unittest
