@@ -134,12 +134,18 @@ EMULATED_NUMA = (
 )
 
 
+ONE_NODE = ("numa: left out, the guest has one node: with no node to choose between, the "
+            "memory-bound load says nothing about placement.")
+
+
 def numa_note(vals, by_round, layout=""):
     """What the EEVDF run with NUMA balancing off says about the numa row, and under emulation
-    what its bogo-ops do not say. Nothing on one node (bench.sh's "nodes 0"), where neither
-    NUMA balancing nor placement has a choice to make."""
+    what its bogo-ops do not say. On one node (bench.sh's "nodes 0"), where neither NUMA
+    balancing nor placement has a choice to make, the guest leaves the load out: say so."""
     on, off = (("numa", "bogo_ops_s"), "eevdf"), (("numa_balancing_off", "bogo_ops_s"), "eevdf")
-    if not vals.get(on) or not vals.get(off) or re.search(r"\bnodes 0\)", layout):
+    if re.search(r"\bnodes 0\)", layout):
+        return [] if vals.get(on) else [ONE_NODE]
+    if not vals.get(on) or not vals.get(off):
         return []
     m_on, m_off = statistics.median(vals[on]), statistics.median(vals[off])
     p = paired_ratio(by_round[off], by_round[on])

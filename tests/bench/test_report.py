@@ -42,7 +42,12 @@ class NumaNote(unittest.TestCase):
     def test_two_nodes_have_a_note(self):
         self.assertEqual(len(self.note("4 CPUs in 2 NUMA node(s) (4 CPUs, nodes 0-1), kernel x")), 1)
 
-    def test_one_node_has_none(self):
+    def test_one_node_says_the_load_was_left_out(self):
+        self.assertEqual(report.numa_note({}, {}, "layout smt (8 CPUs, nodes 0), kernel x"),
+                         [report.ONE_NODE])
+
+    def test_one_node_rows_get_no_numa_note(self):
+        # A run from before the guest skipped the load on one node: no NUMA balancing figure.
         self.assertEqual(self.note("layout smt (8 CPUs, nodes 0), kernel x"), [])
 
 
