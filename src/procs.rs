@@ -747,45 +747,35 @@ mod tests {
         assert_eq!(a.observe(0.5, 0.0), Some(4));
     }
 
+    /// A fresh set of `cur` procs in `min..=max` that sees SHRINK_STREAK intervals of `busy`
+    /// CPUs with nothing waiting: the first ones change nothing; what the last one returns.
+    fn after_light_streak(cur: usize, min: usize, max: usize, busy: f64) -> Option<usize> {
+        let mut a = AutoProcs::new(cur, min, max);
+        for _ in 1..SHRINK_STREAK {
+            assert_eq!(a.observe(busy, 0.0), None);
+        }
+        a.observe(busy, 0.0)
+    }
+
     #[test]
     fn shrink_bounds() {
         // Quarter step from 16: 16 -> 12.
-        let mut a = AutoProcs::new(16, 1, 16);
-        for _ in 0..2 {
-            assert_eq!(a.observe(0.0, 0.0), None);
-        }
-        assert_eq!(a.observe(0.0, 0.0), Some(12));
+        assert_eq!(after_light_streak(16, 1, 16, 0.0), Some(12));
         // Never below what the load needs at 70%: ceil(10 / 0.7) = 15.
-        let mut a = AutoProcs::new(16, 1, 16);
-        for _ in 0..2 {
-            assert_eq!(a.observe(10.0, 0.0), None);
-        }
-        assert_eq!(a.observe(10.0, 0.0), Some(15));
-        // Exact multiples of 0.7 are not rounded up by float noise: 1.4 / 0.7 -> 2.
-        let mut a = AutoProcs::new(4, 1, 8);
-        for _ in 0..2 {
-            assert_eq!(a.observe(1.4, 0.0), None);
-        }
-        assert_eq!(a.observe(1.4, 0.0), Some(3));
-        let mut a = AutoProcs::new(8, 1, 8);
-        for _ in 0..2 {
-            assert_eq!(a.observe(1.4, 0.0), None);
-        }
-        assert_eq!(a.observe(1.4, 0.0), Some(6));
-        // Never below min.
-        let mut a = AutoProcs::new(4, 3, 8);
-        for _ in 0..2 {
-            assert_eq!(a.observe(0.0, 0.0), None);
-        }
-        assert_eq!(a.observe(0.0, 0.0), Some(3));
-        for _ in 0..10 {
-            assert_eq!(a.observe(0.0, 0.0), None);
-        }
-        assert_eq!(a.current(), 3);
-        // One proc never shrinks.
-        let mut a = AutoProcs::new(1, 1, 8);
-        for _ in 0..10 {
-            assert_eq!(a.observe(0.0, 0.0), None);
+        assert_eq!(after_light_streak(16, 1, 16, 10.0), Some(15));
+        // Exact multiples of 0.7 are not rounded up by float noise: 1.4 / 0.7 -> 2, so the
+        // quarter step decides.
+        assert_eq!(after_light_streak(4, 1, 8, 1.4), Some(3));
+        assert_eq!(after_light_streak(8, 1, 8, 1.4), Some(6));
+        // Never below min, however long the machine stays idle.
+        assert_eq!(after_light_streak(4, 3, 8, 0.0), Some(3));
+        // A set at its min, and one proc, never shrink.
+        for (cur, min) in [(3, 3), (1, 1)] {
+            let mut a = AutoProcs::new(cur, min, 8);
+            for _ in 0..10 {
+                assert_eq!(a.observe(0.0, 0.0), None);
+            }
+            assert_eq!(a.current(), cur);
         }
     }
 
