@@ -135,7 +135,8 @@ w_stress() {
 # in the warm-up so that every scheduler gets the same work) while a build-like background
 # fills the machine: N CPU hogs and N workers that fork and reap children. Lateness is the
 # time a frame waited for a CPU (frames.c); the background's bogo-ops/s is what the frames'
-# priority cost it. Under EEVDF the same run with the frame loop SCHED_FIFO gives the floor.
+# priority cost it, marked as w_stress is. Under EEVDF the same run with the frame loop
+# SCHED_FIFO gives the floor.
 w_frames() {
   frames_run frametime
   if [ "$SNAME" = eevdf ]; then frames_run frametime_rt_floor chrt -f 50; fi
@@ -144,9 +145,11 @@ frames_run() { # WORKLOAD [PREFIX...]
   local w=$1; shift
   stress-ng --temp-path /tmp --cpu "$N" --fork "$N" -t $((DUR + 2)) --metrics-brief > "$OUT/bg.tmp" 2>&1 &
   local bp=$!
+  mark "$w" start
   sleep 1
   "$@" "$OUT/frames" "$FRAME_ITERS" 60 "$DUR" > "$OUT/frames.tmp" 2>&1
   wait "$bp"
+  mark "$w" end
   local k v
   while read -r k v; do
     case $k in late_gt2ms|late_gt2ms_pct|p99_late_ms|missed_pct|cpu_ms_per_frame) emit "$w" "$k" "$v" ;; esac

@@ -42,6 +42,9 @@ FRAMES = {
     "bg_cpu_bogo_ops_s": ("higher", None),
     "bg_fork_bogo_ops_s": ("higher", None),
     "cpu_ms_per_frame": ("-", None),
+    "host_cpus": ("-", None),
+    "bg_cpu_per_host_cpu_s": ("higher", None),
+    "bg_fork_per_host_cpu_s": ("higher", None),
 }
 
 
@@ -57,6 +60,15 @@ def metric(key):
     if w == "numa_balancing_off":  # EEVDF only, a reference for the numa row
         return (METRICS.get(("numa", m), ("-", None))[0], None)
     return METRICS.get(key, ("lower", None))
+
+
+# Throughputs divided by the host CPU the VM got during their run (host_rows), and the rows
+# that hold the quotient. Each run is marked in guest.sh (w_stress, frames_run).
+PER_HOST_CPU = {
+    ("stress_cpu", "bogo_ops_s"): "bogo_per_host_cpu_s",
+    ("frametime", "bg_cpu_bogo_ops_s"): "bg_cpu_per_host_cpu_s",
+    ("frametime", "bg_fork_bogo_ops_s"): "bg_fork_per_host_cpu_s",
+}
 
 
 def host_rows(out, raw_rows):
@@ -79,9 +91,11 @@ def host_rows(out, raw_rows):
     for i, m in enumerate(marks):
         if len(m) == 4:
             at[tuple(m)] = seen_at(i)
-    rows = []
+    rows, counted = [], set()
     for r in raw_rows:
-        if (r["workload"], r["metric"]) != ("stress_cpu", "bogo_ops_s"):
+        w = "frametime" if r["workload"].startswith("frametime") else r["workload"]
+        per_cpu = PER_HOST_CPU.get((w, r["metric"]))
+        if not per_cpu:
             continue
         k = (r["round"], r["sched"], r["workload"])
         a, b = at.get(k + ("start",)), at.get(k + ("end",))
@@ -92,8 +106,10 @@ def host_rows(out, raw_rows):
         if not a or not b or b[0] <= a[0] or b[1] <= a[1]:
             continue
         cpus = (b[1] - a[1]) / (b[0] - a[0])
-        rows.append(dict(r, metric="host_cpus", value=f"{cpus:.3f}"))
-        rows.append(dict(r, metric="bogo_per_host_cpu_s", value=f"{v / cpus:.2f}"))
+        if k not in counted:
+            counted.add(k)
+            rows.append(dict(r, metric="host_cpus", value=f"{cpus:.3f}"))
+        rows.append(dict(r, metric=per_cpu, value=f"{v / cpus:.2f}"))
     return rows
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Checks of report.py's choice of the best peer and of its NUMA note (run by scripts/test.sh)."""
+"""Checks of report.py's choice of the best peer, its per-host-CPU rows and its NUMA note
+(run by scripts/test.sh)."""
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -29,6 +31,28 @@ class BestPeer(unittest.TestCase):
         key = ("overhead", "ns_x_dispatch")
         vals = {(key, "a"): [1.0]}
         self.assertIsNone(report.best_peer(key, "lower", ["a"], vals))
+
+
+class HostRows(unittest.TestCase):
+    def rows(self, raw):
+        with tempfile.TemporaryDirectory() as out:
+            with open(f"{out}/marks", "w") as f:
+                f.write("1,eevdf,frametime,start\n1,eevdf,frametime,end\n")
+            with open(f"{out}/host.samp", "w") as f:  # 3 s of host CPU over 2 s between marks
+                f.write("100.0 10.0 0\n101.0 11.0 1\n103.0 14.0 2\n")
+            return {r["metric"]: r["value"] for r in report.host_rows(out, raw)}
+
+    def test_frame_background_per_host_cpu(self):
+        raw = [{"round": "1", "sched": "eevdf", "workload": "frametime", "metric": m, "value": v}
+               for m, v in (("bg_cpu_bogo_ops_s", "60"), ("bg_fork_bogo_ops_s", "300"),
+                            ("late_gt2ms", "7"))]
+        self.assertEqual(self.rows(raw), {"host_cpus": "1.500", "bg_cpu_per_host_cpu_s": "40.00",
+                                          "bg_fork_per_host_cpu_s": "200.00"})
+
+    def test_unmarked_run_has_no_rows(self):
+        raw = [{"round": "2", "sched": "eevdf", "workload": "frametime",
+                "metric": "bg_cpu_bogo_ops_s", "value": "60"}]
+        self.assertEqual(self.rows(raw), {})
 
 
 class NumaNote(unittest.TestCase):
