@@ -214,6 +214,7 @@ struct task_ctx {
 	u8 runnext_pair;    /* set by select_cpu: its waker was last woken by it (a pair) */
 	u8 jumped;          /* queued ahead of waiting tasks (JUMP_WAKEE, JUMP_RESUMED); 0 at stopping */
 	u8 cg_counted;
+	u8 given_back;      /* this turn was given back (give_back_owed_turn): its debt is paid */
 };
 
 /* struct cgrp_ctx, per-cgroup state for cpu.weight, is in intf.h: the loader reads it. */

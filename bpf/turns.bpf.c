@@ -211,12 +211,19 @@ static __always_inline void start_turn(struct cpu_ctx *cctx, struct task_struct 
  * at least the preemption latency every round. The debt is capped (DEBT_MAX_TURNS), so at
  * most that many turns in a row are given back. Unpinned tasks need no give-back: the shared
  * queues serve the least vtime first, and an overrun turn raises the task's vtime.
+ *
+ * The give-back pays one weighted slice of the debt here, not what the switch away took: a
+ * switch that takes a whole turn (a vCPU its host deschedules) would pay nothing, and every
+ * turn after would be given back too, the task never running again (seen as RCU stalls: a
+ * reader preempted in its read section, on a CPU of weight-1 pinned tasks).
  */
 static __always_inline void give_back_owed_turn(struct task_struct *p, struct task_ctx *tctx,
 						s32 cpu)
 {
 	if (p->nr_cpus_allowed == 1 && !tctx->turn_ran && tctx->debt_ns >= (s64)tctx->wslice &&
 	    scx_bpf_dsq_nr_queued(cpu) > 0) {
+		tctx->debt_ns -= tctx->wslice;
+		tctx->given_back = 1;
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		stat_add(ST_TURN_GIVEN_BACK, 1);
 	}
@@ -321,9 +328,10 @@ static __always_inline void charge_run(struct cpu_ctx *cctx, struct task_ctx *tc
 	if (runnable && cctx->wake_preempting && tctx->turn_ns > ran + SLICE_MIN_NS) {
 		tctx->resume_ns = tctx->turn_ns - ran;
 		tctx->turn_ran += ran;
-	} else if (runnable && tctx->wslice) {
+	} else if (runnable && tctx->wslice && !tctx->given_back) {
 		settle_debt(tctx, tctx->turn_ran + ran);
 	}
+	tctx->given_back = 0;
 }
 
 /* Charge what the CPU's current task ran since it started or last renewed its turn. */
@@ -376,8 +384,10 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 		end_burst(tctx, now);
 	cctx->running_since = 0;
 	cctx->running_pid = 0;
-	if (tctx)
+	if (tctx) {
 		tctx->jumped = 0;
+		tctx->given_back = 0;
+	}
 	if (runnable) {
 		if (tctx)
 			tctx->ready_at = now;
