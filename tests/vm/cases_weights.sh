@@ -101,7 +101,7 @@ t_cgroup_folds() {
   grep -q cpu /sys/fs/cgroup/cgroup.controllers || { fail cgroup_folds "no cpu controller"; return; }
   mkdir -p "$cg"
   start_sched cgroup_folds --stats 1 --json || { fail cgroup_folds "did not load"; rmdir "$cg"; return; }
-  (in_cgroup "$cg" hackbench -g 2 -l 2000) > "$LOGS/cgroup_folds-hackbench.log" 2>&1
+  (in_cgroup "$cg" hackbench -g 2 -l 500) > "$LOGS/cgroup_folds-hackbench.log" 2>&1
   sleep 1.2
   stop_sched INT
   rmdir "$cg" 2>/dev/null
