@@ -71,6 +71,8 @@ fi
 # What a boot needs beyond its cases (booting, the console, shutting down), and what each
 # later layout keeps of the budget so that one slow layout does not take all of it.
 BOOT_OVERHEAD_S=120; LATER_RUN_S=600
+# Room for at least one short case besides the boot: with less left, a layout is not booted.
+MIN_CASE_S=120
 # A case that runs this long has hung (the slowest fast-tier case, f3_hotplug, took 420 s on a
 # slow host): the guest is stopped and booted again after it.
 CASE_HANG_S=900; [ "$TIER" = full ] && CASE_HANG_S=2400
@@ -143,6 +145,9 @@ run_budget() {
   echo $((t_start + BUDGET - $(date +%s) - (${#RUNS[@]} - 1 - $1) * LATER_RUN_S))
 }
 
+# Whether budget left $1 (from run_budget; empty: no budget) is too little to boot for.
+too_little() { [ -n "$1" ] && [ "$1" -lt $((BOOT_OVERHEAD_S + MIN_CASE_S)) ]; }
+
 # Stop the VM of results dir $1: qemu, vng and vm.sh all carry it on their command lines;
 # pkill takes a regex, and kernel names hold '+' and '.'.
 stop_vm() { pkill -f -- "$(printf '%s' "$1" | sed 's/[][\.*^$+?(){}|]/\\&/g')"; }
@@ -184,7 +189,7 @@ for i in "${!RUNS[@]}"; do
   k_pass=0; k_fail=0; k_skip=0; k_failed_names=""; k_skipped_names=""
   # The guest's console (kernel log included) goes to a file, to diagnose a hang or oops.
   left=$(run_budget "$i")
-  if [ -n "$left" ] && [ "$left" -lt $((BOOT_OVERHEAD_S + 120)) ]; then
+  if too_little "$left"; then
     record SKIP "[$TAG] vm_suite" "not booted: ${left} s of the run's $BUDGET s budget left"
     KSUMMARY+=("$(printf '%-28s %6s %6s %6s %7s  %s' "$TAG" 0 0 0 all "not booted: the time budget was spent")")
     continue
@@ -196,11 +201,13 @@ for i in "${!RUNS[@]}"; do
   while :; do
     # The boot's share of the budget, as the guest's uptime by which its cases must end
     # (tests/vm/suite.sh); the boot itself is stopped a case's hang time past it.
-    left=$(run_budget "$i"); limit=$((${left:-0} + CASE_HANG_S))
-    if [ "$boot" -gt 1 ] && [ -n "$left" ] && [ "$left" -lt $((BOOT_OVERHEAD_S + 120)) ]; then
-      spent=1; break
+    left=$(run_budget "$i")
+    if [ "$boot" -gt 1 ] && too_little "$left"; then spent=1; break; fi
+    if [ -n "$left" ]; then
+      echo $((left - BOOT_OVERHEAD_S)) > "$RES/budget"; limit=$((left + CASE_HANG_S))
+    else
+      rm -f "$RES/budget"; limit=86400
     fi
-    if [ -n "$left" ]; then echo $((left - BOOT_OVERHEAD_S)) > "$RES/budget"; else rm -f "$RES/budget"; limit=86400; fi
     # shellcheck disable=SC2086
     timeout "$limit" scripts/vm.sh --verbose --kernel "$KVER" "${SHAPE[@]}" --memory 3072 \
       --results "$RES" -- "$REPO/tests/vm/suite.sh" "$REPO" "$RES" "$TIER" $RCASES > "$RES/console.log" 2>&1 &

@@ -62,18 +62,17 @@ declare -A CASE_COST=(
   [f10_load_loop]=100 [help_stats]=10 [bad_input]=20 [procs_bad_input]=25 [f3b_hotplug_restart]=120)
 CASE_COST_DEFAULT=70
 BUDGET_END=$(cat "$RES/budget" 2>/dev/null)
-cost_spent=0; cost_expected=0
+# SPEED (percent): this boot's time over the table's for the cases run so far.
+cost_spent=0; cost_expected=0; SPEED=100
 uptime_s() { cut -d. -f1 /proc/uptime; }
-# fits CASE: whether CASE's expected cost, scaled by this boot's speed so far, fits the budget.
+case_cost() { echo "${CASE_COST[$1]:-$CASE_COST_DEFAULT}"; }
+# What CASE should take in this boot: its table cost scaled by SPEED.
+case_need() { echo $(($(case_cost "$1") * SPEED / 100)); }
+# fits CASE: whether CASE's expected time fits in what is left of the budget.
 fits() {
   [ -n "$BUDGET_END" ] || return 0
-  local c=${CASE_COST[$1]:-$CASE_COST_DEFAULT} need
-  # SPEED (percent) is this boot's time over the table's; never below half, so a fast start
-  # does not let a long case begin too late.
-  need=$((c * SPEED / 100))
-  [ $(($(uptime_s) + need)) -le "$BUDGET_END" ]
+  [ $(($(uptime_s) + $(case_need "$1"))) -le "$BUDGET_END" ]
 }
-SPEED=100
 
 # Resumable: a case that finished in an earlier boot of this run (see scripts/test.sh, which
 # boots again after a guest crash) is not run twice. "started" gets a line per case begun (its
@@ -91,12 +90,13 @@ for c in "${CASES[@]}"; do
     wait_state disabled 20 || { fail "$c" "sched_ext stuck in state $(state) before the case"; continue; }
   fi
   if ! fits "$c"; then
-    skip "$c" "not started: $((BUDGET_END - $(uptime_s))) s of the run's time budget left, the case takes about $((${CASE_COST[$c]:-$CASE_COST_DEFAULT} * SPEED / 100)) s here"
+    skip "$c" "not started: $((BUDGET_END - $(uptime_s))) s of the run's time budget left, the case takes about $(case_need "$c") s here"
     echo "$c" >> "$RES/finished"; sync; continue
   fi
   t0=$(uptime_s)
   "t_$c"
-  cost_spent=$((cost_spent + $(uptime_s) - t0)); cost_expected=$((cost_expected + ${CASE_COST[$c]:-$CASE_COST_DEFAULT}))
+  cost_spent=$((cost_spent + $(uptime_s) - t0)); cost_expected=$((cost_expected + $(case_cost "$c")))
+  # Never below half, so that a fast start does not let a long case begin too late.
   SPEED=$((cost_spent * 100 / cost_expected)); [ "$SPEED" -ge 50 ] || SPEED=50
   echo "$c" >> "$RES/finished"; sync
 done
