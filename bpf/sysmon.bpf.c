@@ -94,7 +94,13 @@ static void note_saturation(u64 now, bool waiting)
 	saturated_ns = now - saturated_at;
 }
 
-/* What one sysmon pass carries from CPU to CPU. */
+/*
+ * What one sysmon pass carries from CPU to CPU. A global of sysmon's own rather than a stack
+ * variable, so that the per-node and per-CPU steps can be global functions taking only
+ * scalars. Safe because one pass runs at a time: sysmon_fn re-arms the timer only at its end,
+ * and an hrtimer re-armed from its own callback stays on that CPU, so the next expiry runs
+ * after this callback returns, never beside it.
+ */
 struct sysmon_pass {
 	u64 now;
 	u64 vtime_max;      /* the highest vtime_max seen so far */
@@ -104,6 +110,8 @@ struct sysmon_pass {
 	bool scan;          /* look at queue heads for the starvation warning */
 	bool waiting_any;   /* some queue holds a task */
 };
+
+struct sysmon_pass sysmon_pass;
 
 /*
  * Whether node @n's shared queue is stale: its head has waited FAIR_TICK_MAX_NS. Stored only
@@ -155,31 +163,34 @@ static void rescue_stranded(u32 n)
 	bpf_rcu_read_unlock();
 }
 
-/* Sample every node's shared queue; reset the per-node busy counts. */
-static __always_inline void scan_shared(struct sysmon_pass *sp)
+/*
+ * Node @n's part of a pass, before the CPU walk: sample its shared queue, reset its busy
+ * counts, mark it stale, rescue stranded tasks, scan its head. Global: the verifier checks
+ * it once rather than once per path through the pass. Returns 0 for a node past the arrays.
+ */
+__noinline int sysmon_scan_node(u32 n)
 {
-	u32 n;
+	struct sysmon_pass *sp = &sysmon_pass;
+	s32 q;
 
-	bpf_for(n, 0, nr_nodes) {
-		if (n >= MAX_NODES)
-			break;
-		s32 q = scx_bpf_dsq_nr_queued(shared_dsq(n));
-
-		if (q < 0)
-			q = 0;
-		sp->budget[node_idx(n)] = q;
-		shared_queued[node_idx(n)] = q;
-		busy_procs[node_idx(n)] = 0;
-		away_running[node_idx(n)] = 0;
-		if (q)
-			sp->waiting_any = true;
-		if (q || shared_stale[node_idx(n)])
-			mark_stale(sp, n);
-		if (q && procs_subset)
-			rescue_stranded(n);
-		if (q && sp->scan)
-			note_head_wait(shared_dsq(n), sp->now, sp->self);
-	}
+	if (n >= MAX_NODES || n >= nr_nodes)
+		return 0;
+	q = scx_bpf_dsq_nr_queued(shared_dsq(n));
+	if (q < 0)
+		q = 0;
+	sp->budget[node_idx(n)] = q;
+	shared_queued[node_idx(n)] = q;
+	busy_procs[node_idx(n)] = 0;
+	away_running[node_idx(n)] = 0;
+	if (q)
+		sp->waiting_any = true;
+	if (q || shared_stale[node_idx(n)])
+		mark_stale(sp, n);
+	if (q && procs_subset)
+		rescue_stranded(n);
+	if (q && sp->scan)
+		note_head_wait(shared_dsq(n), sp->now, sp->self);
+	return 1;
 }
 
 /* Preempt @cpu's task now, as sysmon. */
@@ -228,19 +239,25 @@ static __always_inline void sum_counters(struct sysmon_pass *sp, struct cpu_ctx 
 /*
  * One CPU's check: sample its queue and counters, rescue a lost wakeup, move a misplaced
  * runner off a non-proc, and preempt a runner past its deadline while work waits for this
- * CPU (its own queue, or its node's shared queue, one CPU per waiting shared task). Returns
- * false when the walk must stop (a CPU id past the arrays).
+ * CPU (its own queue, or its node's shared queue, one CPU per waiting shared task). Global,
+ * like sysmon_scan_node. Returns 0 when the walk must stop (a CPU id past the arrays).
  */
-static __always_inline bool check_cpu(struct sysmon_pass *sp, u32 cpu)
+__noinline int sysmon_check_cpu(u32 cpu)
 {
-	struct cpu_ctx *cctx = cpu_ctx(cpu);
-	u32 node = node_of(cpu);
-	s32 nq = scx_bpf_dsq_nr_queued(cpu);
+	struct sysmon_pass *sp = &sysmon_pass;
+	struct cpu_ctx *cctx;
 	u64 since, ran, limit;
+	u32 node;
 	bool waits;
+	s32 nq;
 
+	if (cpu >= nr_cpus)
+		return 0;
+	cctx = cpu_ctx(cpu);
+	node = node_of(cpu);
 	if (!cctx || node >= MAX_NODES)
-		return false;
+		return 0;
+	nq = scx_bpf_dsq_nr_queued(cpu);
 	cpu_queued[cpu_idx(cpu)] = nq > 0 ? nq : 0;
 	sum_counters(sp, cctx);
 	node = node_idx(node);
@@ -252,7 +269,7 @@ static __always_inline bool check_cpu(struct sysmon_pass *sp, u32 cpu)
 	if (since && cctx->running_misplaced) {
 		cctx->running_misplaced = 0;
 		sysmon_kick(cpu, cctx);
-		return true;
+		return 1;
 	}
 	if (since && is_proc(cpu))
 		busy_procs[node]++;
@@ -263,37 +280,34 @@ static __always_inline bool check_cpu(struct sysmon_pass *sp, u32 cpu)
 	if (nq > 0)
 		sp->waiting_any = true;
 	if (!since || !waits || sp->now <= since)
-		return true;
+		return 1;
 	ran = sp->now - since;
 	limit = cctx->run_limit_ns ? cctx->run_limit_ns : preempt_ns;
 	if (ran >= limit) {
 		if (nq <= 0)
-			sp->budget[node_idx(node)]--;
+			sp->budget[node]--;
 		sysmon_kick(cpu, cctx);
 	}
-	return true;
+	return 1;
 }
 
 /*
- * Shared work that no proc will come for: every proc of its node is idle (a wakeup was lost,
+ * Shared work that no proc will come for: every proc of node @n is idle (a wakeup was lost,
  * or a non-proc evicted the tasks there), or the node has no proc left after the set shrank.
  * Wake an idle proc, of that node first; steal() lets a proc take a proc-less node's queue at
- * once. This bounds any shared-queue wait by sysmon's period.
+ * once. This bounds any shared-queue wait by sysmon's period. Global, like sysmon_scan_node.
  */
-static __always_inline void rescue_shared(struct sysmon_pass *sp)
+__noinline int sysmon_rescue_node(u32 n)
 {
-	u32 n;
-
-	bpf_for(n, 0, nr_nodes) {
-		if (n >= MAX_NODES)
-			break;
-		if (sp->budget[n] > 0 && !busy_procs[n]) {
-			/* wakep reads the procs_mask kptr: 6.16 wants an explicit RCU section. */
-			bpf_rcu_read_lock();
-			wakep_any(n);
-			bpf_rcu_read_unlock();
-		}
-	}
+	if (n >= MAX_NODES || n >= nr_nodes)
+		return 0;
+	if (sysmon_pass.budget[node_idx(n)] <= 0 || busy_procs[node_idx(n)])
+		return 1;
+	/* wakep reads the procs_mask kptr: 6.16 wants an explicit RCU section. */
+	bpf_rcu_read_lock();
+	wakep_any(n);
+	bpf_rcu_read_unlock();
+	return 1;
 }
 
 /* Publish the pass's sums: what cg_factor and ops.runnable read between passes. */
@@ -327,32 +341,51 @@ static int turn_timer_fn(void *map, int *key, struct turn_timer *tt)
 	return 0;
 }
 
+/* Start a pass: its time, and whether it scans queue heads for the starvation warning. */
+static __always_inline void begin_pass(struct sysmon_pass *sp)
+{
+	u32 n;
+
+	sp->now = now_ns();
+	sp->vtime_max = 0;
+	sp->runnable = 0;
+	sp->self = bpf_get_smp_processor_id();
+	sp->waiting_any = false;
+	sp->scan = false;
+	if (starve_warn_ns && sp->now - starve_scan_at >= STARVE_SCAN_NS) {
+		starve_scan_at = sp->now;
+		sp->scan = true;
+	}
+	bpf_for(n, 0, MAX_NODES)
+		sp->budget[n] = 0;
+}
+
 static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
 {
-	struct sysmon_pass sp = {
-		.now = now_ns(),
-		.self = bpf_get_smp_processor_id(),
-	};
-	u32 cpu, visited = 0;
+	struct sysmon_pass *sp = &sysmon_pass;
+	u32 cpu, n, visited = 0;
 
 	stat_add(ST_SYSMON_RUNS, 1);
 	sync_procs_mask();
-	if (starve_warn_ns && sp.now - starve_scan_at >= STARVE_SCAN_NS) {
-		starve_scan_at = sp.now;
-		sp.scan = true;
+	begin_pass(sp);
+	bpf_for(n, 0, nr_nodes) {
+		if (!sysmon_scan_node(n))
+			break;
 	}
-	scan_shared(&sp);
 	bpf_for(cpu, 0, nr_cpus) {
-		if (!check_cpu(&sp, cpu))
+		if (!sysmon_check_cpu(cpu))
 			break;
 		visited++;
 	}
 	stat_add(ST_SYSMON_VISITS, visited);
-	publish_sums(&sp);
+	publish_sums(sp);
 	publish_homeless();
-	note_saturation(sp.now, sp.waiting_any);
-	rescue_shared(&sp);
+	note_saturation(sp->now, sp->waiting_any);
+	bpf_for(n, 0, nr_nodes) {
+		if (!sysmon_rescue_node(n))
+			break;
+	}
 	bpf_timer_start(timer, sysmon_period_ns(), 0);
-	stat_add(ST_SYSMON_NS, now_ns() - sp.now);
+	stat_add(ST_SYSMON_NS, now_ns() - sp->now);
 	return 0;
 }
