@@ -34,7 +34,7 @@ t_sysmon_fair() {
   start_sched sysmon --slice-us 20000 --stats 1 --json || { fail sysmon_fair "did not load"; return; }
   for ((i = 0; i < n; i++)); do spin & pids+=($!); done
   sleep "$dur"
-  for i in "${pids[@]}"; do times+=("$(cputime "$i")"); done
+  times=($(cputimes "${pids[@]}"))
   kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
   stop_sched INT
   j=$(jain "${times[@]}")

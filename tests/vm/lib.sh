@@ -125,6 +125,14 @@ jain() { awk '{ for (i = 1; i <= NF; i++) { s += $i; q += $i * $i; n++ } } END {
 # CPU time (utime+stime, clock ticks) of a process.
 cputime() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
+# The ticks of several running processes at one instant (one awk over all their stat files):
+# read one by one, each read lags behind hogs that keep running, so later ones read higher.
+cputimes() {
+  local i files=()
+  for i in "$@"; do files+=("/proc/$i/stat"); done
+  awk '{ printf "%d ", $14 + $15 }' "${files[@]}" 2>/dev/null
+}
+
 # Sum a field over the JSON stats lines of a log: json_sum FILE 'jq-like.path' (dots only).
 json_sum() { json_series "$1" "$2" | tr ' ' '\n' | awk '$1 != "None" && $1 != "" { s += $1 } END { printf "%d\n", s }'; }
 
