@@ -341,11 +341,13 @@ static int turn_timer_fn(void *map, int *key, struct turn_timer *tt)
 	return 0;
 }
 
-/* Start a pass: its time, and whether it scans queue heads for the starvation warning. */
+/*
+ * Start a pass: its time, its sums at zero, and whether it scans queue heads for the
+ * starvation warning. budget[] needs no reset: sysmon_scan_node writes it for every node
+ * below nr_nodes before the CPU walk, and no step reads a node at or past nr_nodes.
+ */
 static __always_inline void begin_pass(struct sysmon_pass *sp)
 {
-	u32 n;
-
 	sp->now = now_ns();
 	sp->vtime_max = 0;
 	sp->runnable = 0;
@@ -356,8 +358,6 @@ static __always_inline void begin_pass(struct sysmon_pass *sp)
 		starve_scan_at = sp->now;
 		sp->scan = true;
 	}
-	bpf_for(n, 0, MAX_NODES)
-		sp->budget[n] = 0;
 }
 
 static int sysmon_fn(void *map, int *key, struct bpf_timer *timer)
