@@ -169,8 +169,9 @@ struct cpu_ctx {
 	u64 pick_cgid;      /* scratch: cgroup of its first entry */
 	u32 backlog_seen;   /* scratch: shared-queue entries backlog_ns has summed */
 	u64 run_limit_ns;   /* sysmon preempts the current task after this (see sysmon_deadline) */
+	u64 kick_since;     /* the turn (its running_since) sysmon's last kick here was meant for; 0: none */
+	u64 kick_at;        /* when that kick was sent */
 	u8 kicked;          /* woken by wakep and not yet dispatching */
-	u8 sysmon_kicked;   /* the current task was preempted by sysmon */
 	u8 running_misplaced; /* a task that may run on a proc is running on a non-proc */
 	u8 wake_preempting; /* a wakeup was sent here to preempt the current task */
 	u16 jump_us;        /* CPU time (us) run here by jumping wakees since an in-order start */

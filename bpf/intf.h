@@ -109,6 +109,7 @@ enum gmp_stat {
 	ST_ENQ_BURST_REST,   /* turn ran out within BURST_LOCAL_TURNS of a wakeup: its CPU's queue tail */
 	ST_ENQ_RUNNEXT_PAIR, /* runnext wakees of a pair, put straight into the local DSQ (of ST_ENQ_RUNNEXT) */
 	ST_CG_FOLDS,         /* folds of a CPU's held cgroup counts into the cgroup's shared ones */
+	ST_PREEMPT_STALE,    /* turns cut by a sysmon kick meant for the turn before: resumed (stale_kick) */
 	GMP_NR_STATS,
 };
 

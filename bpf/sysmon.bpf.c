@@ -193,10 +193,15 @@ __noinline int sysmon_scan_node(u32 n)
 	return 1;
 }
 
-/* Preempt @cpu's task now, as sysmon. */
-static __always_inline void sysmon_kick(u32 cpu, struct cpu_ctx *cctx)
+/*
+ * Preempt @cpu's task now, as sysmon: the turn that started at @since. The kick zeroes the
+ * slice of whatever runs when it lands; ops.stopping tells that turn from a newer one by
+ * @since (stale_kick).
+ */
+static __always_inline void sysmon_kick(u32 cpu, struct cpu_ctx *cctx, u64 since)
 {
-	cctx->sysmon_kicked = 1;
+	cctx->kick_since = since;
+	cctx->kick_at = now_ns();
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	stat_add(ST_KICK_PREEMPT, 1);
 }
@@ -268,7 +273,7 @@ __noinline int sysmon_check_cpu(u32 cpu)
 	/* A task that may run on a proc leaves a non-proc at once (set shrank under it). */
 	if (since && cctx->running_misplaced) {
 		cctx->running_misplaced = 0;
-		sysmon_kick(cpu, cctx);
+		sysmon_kick(cpu, cctx, since);
 		return 1;
 	}
 	if (since && is_proc(cpu))
@@ -286,7 +291,7 @@ __noinline int sysmon_check_cpu(u32 cpu)
 	if (ran >= limit) {
 		if (nq <= 0)
 			sp->budget[node]--;
-		sysmon_kick(cpu, cctx);
+		sysmon_kick(cpu, cctx, since);
 	}
 	return 1;
 }
@@ -337,7 +342,7 @@ static int turn_timer_fn(void *map, int *key, struct turn_timer *tt)
 	waits = scx_bpf_dsq_nr_queued(cpu) > 0 ||
 		(is_proc(cpu) && scx_bpf_dsq_nr_queued(shared_dsq(node_of(cpu))) > 0);
 	if (waits)
-		sysmon_kick(cpu, cctx);
+		sysmon_kick(cpu, cctx, tt->since);
 	return 0;
 }
 

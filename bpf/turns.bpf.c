@@ -312,9 +312,12 @@ static void settle_debt(struct task_ctx *tctx, u64 ran)
 	tctx->debt_ns = d;
 }
 
-/* Charge @ran ns just run on this CPU: busy time, jump budget, burst, vtime, turn and debt. */
+/*
+ * Charge @ran ns just run on this CPU: busy time, jump budget, burst, vtime, turn and debt.
+ * @cut: someone else's preemption ended the turn early (a wakeup, or a stale sysmon kick).
+ */
 static __always_inline void charge_run(struct cpu_ctx *cctx, struct task_ctx *tctx, u64 ran,
-				       bool runnable)
+				       bool runnable, bool cut)
 {
 	stat_add(ST_BUSY_NS, ran);
 	if (!tctx)
@@ -324,8 +327,8 @@ static __always_inline void charge_run(struct cpu_ctx *cctx, struct task_ctx *tc
 		charge_jump(cctx, (ran + 999) / 1000);
 	tctx->burst_ns += ran;
 	tctx->vtime += vtime_of(tctx, ran);
-	/* A turn split by wakeup preemptions is one turn: only the whole is weighed. */
-	if (runnable && cctx->wake_preempting && tctx->turn_ns > ran + SLICE_MIN_NS) {
+	/* A turn split by preemptions it was not due is one turn: only the whole is weighed. */
+	if (runnable && cut && tctx->turn_ns > ran + SLICE_MIN_NS) {
 		tctx->resume_ns = tctx->turn_ns - ran;
 		tctx->turn_ran += ran;
 	} else if (runnable && tctx->wslice && !tctx->given_back) {
@@ -336,10 +339,10 @@ static __always_inline void charge_run(struct cpu_ctx *cctx, struct task_ctx *tc
 
 /* Charge what the CPU's current task ran since it started or last renewed its turn. */
 static __always_inline void charge_since_start(struct cpu_ctx *cctx, struct task_ctx *tctx,
-					       u64 now, bool runnable)
+					       u64 now, bool runnable, bool cut)
 {
 	if (cctx->running_since && now > cctx->running_since)
-		charge_run(cctx, tctx, now - cctx->running_since, runnable);
+		charge_run(cctx, tctx, now - cctx->running_since, runnable, cut);
 }
 
 /*
@@ -355,7 +358,7 @@ static void renew_turn(struct cpu_ctx *cctx, struct task_struct *p, struct task_
 
 	if (!cctx)
 		return;
-	charge_since_start(cctx, tctx, now, true);
+	charge_since_start(cctx, tctx, now, true, cctx->wake_preempting);
 	cctx->running_since = now;
 	/* Nothing waited, so the new turn starts in order: no jump is in progress. */
 	cctx->jump_us = 0;
@@ -368,17 +371,63 @@ static void renew_turn(struct cpu_ctx *cctx, struct task_struct *p, struct task_
 	scx_bpf_task_set_slice(p, turn);
 }
 
+/*
+ * Whether @p's turn, ending now with its slice at 0, was cut by a sysmon kick meant for the
+ * turn before. sysmon judges the turn that started at kick_since, and its kick zeroes the
+ * slice of whatever runs when it lands: a newer turn if the judged task stopped or renewed
+ * meanwhile. That turn was not due; it resumes with its rest, as one a wakeup cut. A kick
+ * lands within microseconds, so one sent over a tick ago cannot be what ended this turn.
+ *
+ * sysmon writes kick_since and kick_at from its own CPU; the kick's IPI orders them before
+ * the stop it causes. A stop that reads them before a kick lands sees older values and can
+ * only miss a stale kick. A turn ending by itself within a tick of a kick that landed while
+ * the CPU idled is taken for cut; it then runs no more than the rest of its own turn.
+ */
+static __always_inline bool stale_kick(struct cpu_ctx *cctx, struct task_struct *p,
+				       struct task_ctx *tctx, bool runnable, u64 now)
+{
+	return runnable && p->scx.slice == 0 && cctx->kick_since &&
+	       cctx->kick_since != cctx->running_since && now < cctx->kick_at + tick_ns() &&
+	       !cctx->wake_preempting && !(tctx && tctx->given_back);
+}
+
+/* How a runnable task's turn ended with its slice at 0, unless a wakeup preempted it. */
+static __always_inline u32 turn_end_stat(struct cpu_ctx *cctx, bool stale)
+{
+	if (stale)
+		return ST_PREEMPT_STALE;
+	if (cctx->kick_since && cctx->kick_since == cctx->running_since)
+		return ST_PREEMPT_SYSMON;
+	return ST_PREEMPT_SLICE;
+}
+
+/*
+ * A kick has landed once the turn it was meant for ends cut, and any kick has by the time a
+ * later turn ends: forget it then, so that it is never taken for what ends a turn after.
+ */
+static __always_inline void forget_kick(struct cpu_ctx *cctx, struct task_struct *p, bool runnable)
+{
+	if (cctx->kick_since &&
+	    (cctx->kick_since != cctx->running_since || (runnable && p->scx.slice == 0)))
+		cctx->kick_since = 0;
+}
+
 void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
 	u64 now = now_ns();
 	struct task_ctx *tctx;
+	u32 end_stat;
+	bool stale;
 
 	if (!cctx)
 		return;
 	tctx = task_ctx(p);
-	charge_since_start(cctx, tctx, now, runnable);
+	stale = stale_kick(cctx, p, tctx, runnable, now);
+	end_stat = turn_end_stat(cctx, stale);
+	charge_since_start(cctx, tctx, now, runnable, cctx->wake_preempting || stale);
+	forget_kick(cctx, p, runnable);
 	/* A task that sleeps ends its burst (remember how long it was) and owes nothing. */
 	if (tctx && !runnable)
 		end_burst(tctx, now);
@@ -393,8 +442,7 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 			tctx->ready_at = now;
 		/* A wakeup preemption zeroes the slice too; it is counted as ST_PREEMPT_WAKEUP. */
 		if (p->scx.slice == 0 && !cctx->wake_preempting)
-			stat_add(cctx->sysmon_kicked ? ST_PREEMPT_SYSMON : ST_PREEMPT_SLICE, 1);
+			stat_add(end_stat, 1);
 	}
 	cctx->wake_preempting = 0;
-	cctx->sysmon_kicked = 0;
 }

@@ -156,6 +156,9 @@ counters! {
         "folds of the cgroup count changes a CPU held into the cgroup's shared counters (a \
          busy CPU folds at most once a millisecond unless tasks of several cgroups alternate \
          on it, an idle one at once)",
+    gmp_stat_ST_PREEMPT_STALE => preempt_stale:
+        "turns cut by a sysmon kick that landed after the turn it was meant for had ended; they \
+         resumed with the rest of their turn",
 }
 
 const _: () = {
@@ -488,6 +491,8 @@ pub struct Preempt {
     pub wakeup_no_jump: u64,
     #[stat(desc = "turn_given_back in the interval")]
     pub given_back: u64,
+    #[stat(desc = "preempt_stale in the interval")]
+    pub stale: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Stats)]
@@ -672,6 +677,7 @@ impl Report<'_> {
                 wakeup_head: t.wake_head,
                 wakeup_no_jump: t.wake_no_jump,
                 given_back: t.turn_given_back,
+                stale: t.preempt_stale,
             },
             kicks: Kicks {
                 idle: t.kick_idle,
@@ -1011,7 +1017,8 @@ mod tests {
         r#""per_node":[{"migrations_in":48,"node":0,"place_home":62,"place_remote":64,"#,
         r#""starts_home":42,"starts_remote":44,"steals_remote":14}],"place_home":62,"#,
         r#""place_remote":64,"remote":44,"steals_remote":14},"#,
-        r#""preempt":{"given_back":84,"slice":36,"sysmon":34,"wakeup":60,"wakeup_head":76,"#,
+        r#""preempt":{"given_back":84,"slice":36,"stale":104,"sysmon":34,"wakeup":60,"#,
+        r#""wakeup_head":76,"#,
         r#""wakeup_no_jump":78},"procs":2,"procs_cpus":"0-1","restarts":0,"shared_queued":2,"#,
         r#""shared_queued_per_node":[2],"starvation":{"comm":"hog","longest_wait_us":612000,"#,
         r#""over_threshold":70,"pid":42,"still_waiting":true,"threshold_ms":500},"#,
@@ -1084,6 +1091,7 @@ mod tests {
         ("preempt", "object"),
         ("preempt.given_back", "int"),
         ("preempt.slice", "int"),
+        ("preempt.stale", "int"),
         ("preempt.sysmon", "int"),
         ("preempt.wakeup", "int"),
         ("preempt.wakeup_head", "int"),
