@@ -269,7 +269,7 @@ trace_on() {
   done
   echo 1 > "$TRACEFS/tracing_on"
 }
-trace_off() { # WORKLOAD [--after-forks] [COMM]: stops the trace and emits its summary
+trace_off() { # WORKLOAD [trace_stats.py flags] [COMM]: stops the trace and emits its summary
   echo 0 > "$TRACEFS/tracing_on"
   local lost; lost=$(awk '/^overrun:/ { s += $2 } END { print s + 0 }' "$TRACEFS"/per_cpu/cpu*/stats)
   cat "$TRACEFS/trace" > "$OUT/trace.tmp"
@@ -297,7 +297,9 @@ w_trace() {
   local bp=$!
   "$OUT/frames" "$FRAME_ITERS" 60 5 > /dev/null 2>&1 &
   local fp=$!
-  sleep 1; trace_on; sleep 3; trace_off trace_frames frames
+  # Which tasks get the machine: the background's two stressors and the frame loop.
+  sleep 1; trace_on; sleep 3
+  trace_off trace_frames --share stress-ng-cpu --share stress-ng-fork --share frames frames
   wait "$fp" "$bp"
 }
 

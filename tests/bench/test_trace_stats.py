@@ -38,6 +38,18 @@ class TraceStats(unittest.TestCase):
         self.assertAlmostEqual(r["idle_pct"], 40.0, places=3)
         self.assertAlmostEqual(r["preempt_pct"], 50.0, places=3)
 
+    def test_shares_by_name_prefix(self):
+        # CPU 0 runs a-worker 0-4 ms; CPU 1 runs b 0-2 ms, then idles: 8 ms of CPU time in all.
+        tr = trace_stats.Trace(None, ["a-", "b"])
+        for line in [sw(0, 100.0, 0, "R", 11, next_comm="a-worker"),
+                     sw(1, 100.0, 0, "R", 12, next_comm="b"),
+                     sw(1, 100.002, 12, "S", 0, prev_comm="b", next_comm="swapper/1"),
+                     sw(0, 100.004, 11, "R", 13, prev_comm="a-worker", next_comm="c")]:
+            tr.feed(line)
+        r = dict(tr.report())
+        self.assertAlmostEqual(r["share_a__pct"], 50.0, places=3)
+        self.assertAlmostEqual(r["share_b_pct"], 25.0, places=3)
+
     def test_restart_counts_from_there(self):
         # The idle wait before the restart (task 12, 1-2 ms) is not counted; task 11, preempted
         # before it and still waiting, is counted from it (3-4 ms of the 4 ms after 101.0).

@@ -3,7 +3,7 @@
 trace workload reads it) into the figures that say where a message-passing or frame run's
 time went, as "metric value" lines:
 
-    trace_stats.py TRACE [--after-forks] [COMM]
+    trace_stats.py TRACE [--after-forks] [--share PREFIX]... [COMM]
 
   wake_p50_us, wake_p99_us  wakeup (sched_waking) to running (sched_switch in), per wakeup
   wake_remote_pct           wakeups that ran on another CPU than the one that woke them
@@ -20,7 +20,9 @@ time went, as "metric value" lines:
 --after-forks counts only what follows the trace's last task creation (sched_wakeup_new):
 hackbench times its messages, not the forks that set them up, which idle CPUs as tasks are
 made one by one. With COMM, the same wakeup and preemption figures for that task name alone
-(prefixed "task_"), and its mean run time between two switches.
+(prefixed "task_"), and its mean run time between two switches. Each --share PREFIX adds
+share_PREFIX_pct: the CPU time of the tasks whose name starts with PREFIX, as a share of all
+CPU time (idle included), to see which tasks a scheduler gives the machine to.
 """
 import re
 import statistics
@@ -41,9 +43,11 @@ def pct(xs, q):
 class Trace:
     """One pass over the events in time order (tracefs merges the CPUs' buffers by time)."""
 
-    def __init__(self, comm):
+    def __init__(self, comm, shares=()):
         self.comm = comm
+        self.shares = list(shares)  # task name prefixes whose CPU time is summed
         self.running = {}    # cpu: pid on it (0 = idle); absent until its first switch
+        self.since = {}      # cpu: (when its task switched in, the share index or None)
         self.idle = 0        # CPUs of self.running that idle, kept by switch()
         self.on_cpu = {}     # pid: cpu, for the tasks running now
         self.woken = {}      # pid: (time, waker cpu), woken and not yet running
@@ -69,6 +73,8 @@ class Trace:
         self.wake_us, self.remote, self.task_wake_us = [], 0, []
         self.task_out = self.task_preempts = 0
         self.task_run_s = []
+        self.share_s = [0.0] * len(self.shares)
+        self.since = {cpu: (None, i) for cpu, (_, i) in self.since.items()}
 
     def advance(self, t):
         if self.last is not None and t > self.last:
@@ -110,7 +116,18 @@ class Trace:
             else:
                 self.left_s += owed
 
+    def share_of(self, comm):
+        return next((i for i, p in enumerate(self.shares) if comm.startswith(p)), None)
+
+    def charge_share(self, cpu, t):
+        """Adds what the task on cpu ran since it switched in (or the restart) to its share."""
+        t0, i = self.since.get(cpu, (None, None))
+        if i is not None:
+            self.share_s[i] += t - (t0 if t0 is not None else self.first)
+
     def switch(self, t, cpu, prev, state, prev_comm, nxt, next_comm):
+        self.charge_share(cpu, t)
+        self.since[cpu] = (t, self.share_of(next_comm) if nxt else None)
         # The idle count changes only with what this CPU ran before (if known) and runs now.
         self.idle += (nxt == 0) - (self.running.get(cpu) == 0)
         self.running[cpu] = nxt
@@ -176,6 +193,12 @@ class Trace:
              100 * self.pickup_s / self.cpu_s if self.cpu_s else float("nan")),
             ("idle_waiting_left_pct", 100 * self.left_s / self.cpu_s if self.cpu_s else float("nan")),
         ]
+        for cpu in self.since:
+            self.charge_share(cpu, self.last)
+            self.since[cpu] = (self.last, self.since[cpu][1])
+        for p, v in zip(self.shares, self.share_s):
+            name = "".join(c if c.isalnum() else "_" for c in p)
+            out.append((f"share_{name}_pct", 100 * v / self.cpu_s if self.cpu_s else float("nan")))
         if self.comm:
             out += [
                 ("task_wake_p50_us", pct(self.task_wake_us, 0.5)),
@@ -192,6 +215,11 @@ def main():
     args = sys.argv[1:]
     after_forks = "--after-forks" in args
     args = [a for a in args if a != "--after-forks"]
+    shares = []
+    while "--share" in args:
+        i = args.index("--share")
+        shares.append(args[i + 1])
+        del args[i:i + 2]
     with open(args[0], errors="replace") as f:
         lines = [line for line in f if not line.startswith("#")]
     # Where the last task was created: hackbench times only what follows its forks.
@@ -199,7 +227,7 @@ def main():
     if after_forks:
         start = max((i for i, line in enumerate(lines) if ": sched_wakeup_new: " in line),
                     default=-1) + 1
-    tr = Trace(args[1] if len(args) > 1 else None)
+    tr = Trace(args[1] if len(args) > 1 else None, shares)
     for i, line in enumerate(lines):
         if i == start:
             tr.restart()
