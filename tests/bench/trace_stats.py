@@ -119,14 +119,16 @@ class Trace:
     def share_of(self, comm):
         return next((i for i, p in enumerate(self.shares) if comm.startswith(p)), None)
 
-    def charge_share(self, cpu, t):
-        """Adds what the task on cpu ran since it switched in (or the restart) to its share."""
+    def ran_since(self, cpu, t):
+        """(share index or None, seconds): what the task on cpu ran by t since it switched in
+        or the restart."""
         t0, i = self.since.get(cpu, (None, None))
-        if i is not None:
-            self.share_s[i] += t - (t0 if t0 is not None else self.first)
+        return i, t - (t0 if t0 is not None else self.first)
 
     def switch(self, t, cpu, prev, state, prev_comm, nxt, next_comm):
-        self.charge_share(cpu, t)
+        i, ran = self.ran_since(cpu, t)
+        if i is not None:
+            self.share_s[i] += ran
         self.since[cpu] = (t, self.share_of(next_comm) if nxt else None)
         # The idle count changes only with what this CPU ran before (if known) and runs now.
         self.idle += (nxt == 0) - (self.running.get(cpu) == 0)
@@ -193,10 +195,12 @@ class Trace:
              100 * self.pickup_s / self.cpu_s if self.cpu_s else float("nan")),
             ("idle_waiting_left_pct", 100 * self.left_s / self.cpu_s if self.cpu_s else float("nan")),
         ]
+        share_s = list(self.share_s)  # and what the tasks running at the end ran so far
         for cpu in self.since:
-            self.charge_share(cpu, self.last)
-            self.since[cpu] = (self.last, self.since[cpu][1])
-        for p, v in zip(self.shares, self.share_s):
+            i, ran = self.ran_since(cpu, self.last)
+            if i is not None:
+                share_s[i] += ran
+        for p, v in zip(self.shares, share_s):
             name = "".join(c if c.isalnum() else "_" for c in p)
             out.append((f"share_{name}_pct", 100 * v / self.cpu_s if self.cpu_s else float("nan")))
         if self.comm:
@@ -218,6 +222,8 @@ def main():
     shares = []
     while "--share" in args:
         i = args.index("--share")
+        if i + 1 == len(args):
+            sys.exit("trace_stats.py: --share needs a PREFIX")
         shares.append(args[i + 1])
         del args[i:i + 2]
     with open(args[0], errors="replace") as f:
