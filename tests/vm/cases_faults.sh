@@ -330,7 +330,7 @@ crowded() {
 # longest wait seen must stay under WAIT_MAX_US and the scheduler loaded. Prints "ok ..." or why.
 extreme_judge() {
   local name=$1 min=$2 wait_max=$3 what=$4 i ticks=() low wait st
-  for i in "${hogs[@]}"; do ticks+=("$(cputime "$i")"); done
+  ticks=($(cputimes "${hogs[@]}"))
   st=$(state)
   kill "${pids[@]}" "${hogs[@]}" 2>/dev/null; wait "${pids[@]}" "${hogs[@]}" 2>/dev/null
   stop_sched INT

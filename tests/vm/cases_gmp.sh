@@ -67,10 +67,11 @@ t_numa_fair() {
   sleep 1
   for i in "${pids[@]}"; do taskset -a -p -c "0-$((NCPU - 1))" "$i" > /dev/null; done
   sleep 1
-  for i in "${pids[@]}"; do t0+=("$(cputime "$i")"); done
+  t0=($(cputimes "${pids[@]}"))
   local mark; mark=$(wc -l < "$LOGS/nfair.out")
   sleep 12
-  for ((j = 0; j < ${#pids[@]}; j++)); do t+=($(( $(cputime "${pids[$j]}") - t0[j] ))); done
+  local t1; t1=($(cputimes "${pids[@]}"))
+  for ((j = 0; j < ${#pids[@]}; j++)); do t+=($((t1[j] - t0[j]))); done
   kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
   stop_sched INT
   tail -n +$((mark + 1)) "$LOGS/nfair.out" > "$LOGS/nfair.free"

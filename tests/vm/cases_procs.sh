@@ -115,9 +115,10 @@ t_cpuset_shrink() {
   kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
   sleep 7
   local mark; mark=$(wc -l < "$LOGS/shrink.out")
-  for i in "${hogs[@]}"; do t0+=("$(cputime "$i")"); done
+  t0=($(cputimes "${hogs[@]}"))
   sleep 8
-  for ((i = 0; i < 2; i++)); do t1+=($(($(cputime "${hogs[$i]}") - t0[i]))); done
+  local now; now=($(cputimes "${hogs[@]}"))
+  for ((i = 0; i < 2; i++)); do t1+=($((now[i] - t0[i]))); done
   kill "${hogs[@]}" 2>/dev/null; wait "${hogs[@]}" 2>/dev/null
   stop_sched INT
   tail -n +$((mark + 1)) "$LOGS/shrink.out" > "$LOGS/shrink.window"

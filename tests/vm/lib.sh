@@ -127,10 +127,13 @@ cputime() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # The ticks of several running processes at one instant (one awk over all their stat files):
 # read one by one, each read lags behind hogs that keep running, so later ones read higher.
+# A process that is gone reads 0 in its place, so the positions stay those of the pids given.
 cputimes() {
   local i files=()
   for i in "$@"; do files+=("/proc/$i/stat"); done
-  awk '{ printf "%d ", $14 + $15 }' "${files[@]}" 2>/dev/null
+  awk 'BEGIN { for (i = 1; i < ARGC; i++) { v = 0
+    if ((getline l < ARGV[i]) > 0) { split(l, f, " "); v = f[14] + f[15] }
+    printf "%d ", v } }' "${files[@]}"
 }
 
 # Sum a field over the JSON stats lines of a log: json_sum FILE 'jq-like.path' (dots only).
