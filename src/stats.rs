@@ -158,7 +158,7 @@ counters! {
          on it, an idle one at once)",
     gmp_stat_ST_PREEMPT_STALE => preempt_stale:
         "turns cut by a sysmon kick that landed after the turn it was meant for had ended; they \
-         resume with the rest of their turn unless under the minimum slice is left",
+         resume with the rest of their turn unless less than the minimum slice is left",
 }
 
 const _: () = {

@@ -329,7 +329,7 @@ crowded() {
 # 12 s. The caller's hogs are measured (each at least MIN_TICKS), its pids only stopped; the
 # longest wait seen must stay under WAIT_MAX_US and the scheduler loaded. Prints "ok ..." or why.
 extreme_judge() {
-  local name=$1 min=$2 wait_max=$3 what=$4 i ticks=() low wait st
+  local name=$1 min=$2 wait_max=$3 what=$4 ticks=() low wait st
   ticks=($(cputimes "${hogs[@]}"))
   st=$(state)
   kill "${pids[@]}" "${hogs[@]}" 2>/dev/null; wait "${pids[@]}" "${hogs[@]}" 2>/dev/null
