@@ -149,7 +149,7 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 /* cpu_ctx.jump_us is a u16. */
 #define JUMP_US_MAX 65535
 /* tctx->jumped: how a task came to be queued ahead of waiting tasks. */
-#define JUMP_WAKEE 1    /* an interactive wakeup that preempted: charged */
+#define JUMP_WAKEE 1    /* an interactive wakeup that preempted or went to the head: charged */
 #define JUMP_RESUMED 2  /* the task such a wakeup preempted, resuming its turn: not charged */
 
 /* ---- State ---- */
@@ -158,6 +158,7 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 struct cpu_ctx {
 	u64 running_since;  /* when the current scx_gmp task started; 0: none */
 	u64 schedtick;      /* ops.dispatch calls, drives the fair tick */
+	u64 burst_base;     /* now - burst_base: CPU time of the current task since it last slept */
 	s32 running_pid;
 	s32 runnext_pid;    /* the task in this CPU's runnext slot, 0: empty */
 	u32 steal_moved;    /* scratch: tasks moved by the steal in progress */
@@ -174,7 +175,7 @@ struct cpu_ctx {
 	u8 running_misplaced; /* a task that may run on a proc is running on a non-proc */
 	u8 wake_preempting; /* a wakeup was sent here to preempt the current task */
 	u16 jump_us;        /* CPU time (us) run here by jumping wakees since an in-order start */
-	u8 running_interactive; /* no wakeup preempts the current task (runner_interactive) */
+	u8 running_interactive; /* the current task is interactive (see interactive()) */
 	u8 fair_alt;        /* the last dispatch served a stale shared queue first */
 	s8 running_mem_node; /* the memory node of the current task (see mem_node_of); -1: none */
 	/*

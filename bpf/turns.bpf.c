@@ -102,6 +102,7 @@ static __always_inline bool start_on_cpu(struct cpu_ctx *cctx, s32 cpu, struct t
 	cctx->running_pid = p->pid;
 	/* mem_node is one @p may run on (mem_node_of): growing the procs there brings it home. */
 	cctx->running_mem_node = tctx ? tctx->mem_node : -1;
+	cctx->burst_base = now - (tctx ? tctx->burst_ns : 0);
 	if (cctx->runnext_pid == p->pid) {
 		cctx->runnext_pid = 0;
 		runnext = true;
@@ -112,28 +113,12 @@ static __always_inline bool start_on_cpu(struct cpu_ctx *cctx, s32 cpu, struct t
 	return runnext;
 }
 
-/* The most of one burst that counts in a task's average (end_burst). */
-static __always_inline u64 burst_cap_ns(void)
-{
-	return 2 * wakeup_preempt_ns;
-}
-
-/*
- * Whether a runner counts as interactive, so that no wakeup preempts it: by its history,
- * unless its burst so far is already past burst_cap_ns. A task that stopped sleeping keeps
- * the history of its last burst; wakeups must not wait behind it turn after turn.
- */
-static __always_inline bool runner_interactive(struct task_ctx *tctx)
-{
-	return tctx && interactive(tctx) && tctx->burst_ns < burst_cap_ns();
-}
-
-/* An in-order start resets this CPU's jump budget; judge the runner (runner_interactive). */
+/* An in-order start resets this CPU's jump budget; note whether the runner is interactive. */
 static __always_inline void note_jump_state(struct cpu_ctx *cctx, struct task_ctx *tctx)
 {
 	if (!tctx || !tctx->jumped)
 		cctx->jump_us = 0;
-	cctx->running_interactive = runner_interactive(tctx);
+	cctx->running_interactive = tctx && interactive(tctx);
 }
 
 /*
@@ -305,7 +290,7 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
  */
 static void end_burst(struct task_ctx *tctx, u64 now)
 {
-	u64 b = tctx->burst_ns, cap = burst_cap_ns();
+	u64 b = tctx->burst_ns, cap = 2 * wakeup_preempt_ns;
 
 	tctx->slept_at = now;
 	tctx->last_burst_ns = b;
@@ -383,8 +368,6 @@ static void renew_turn(struct cpu_ctx *cctx, struct task_struct *p, struct task_
 		turn = next_turn(tctx, TURN_MAX_NS);
 		tctx->turn_ns = turn;
 	}
-	/* The burst grew by a turn: judge the runner again. */
-	cctx->running_interactive = runner_interactive(tctx);
 	scx_bpf_task_set_slice(p, turn);
 }
 
