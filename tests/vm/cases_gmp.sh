@@ -111,6 +111,10 @@ t_numa_level() {
   fi
 }
 
+# wake_jumps LOG: wakeups that jumped a CPU's queue over a --json stats log (preempted the
+# runner, or went to the head of its queue).
+wake_jumps() { echo $(( $(json_sum "$1" preempt.wakeup) + $(json_sum "$1" preempt.wakeup_head) )); }
+
 # Six tasks that spin 300 us and sleep 100 us, and a hog, all pinned to CPU 1 for 6 s. The
 # spinners look interactive (short bursts) and jump the queue at each wakeup; the jump budget
 # must cap what they take ahead of the tasks waiting in order (refusing some jumps), so no task
@@ -134,7 +138,7 @@ while time.monotonic() < end:
   kill "$hog" 2>/dev/null; wait "$hog" "${spinners[@]}" 2>/dev/null
   stop_sched INT
   nojump=$(json_sum "$LOGS/jump.out" preempt.wakeup_no_jump)
-  jumps=$(( $(json_sum "$LOGS/jump.out" preempt.wakeup) + $(json_sum "$LOGS/jump.out" preempt.wakeup_head) ))
+  jumps=$(wake_jumps "$LOGS/jump.out")
   worst=$(json_max "$LOGS/jump.out" starvation.longest_wait_us)
   who=$(json_series "$LOGS/jump.out" starvation.comm | tr ' ' '\n' | sort | uniq -c | sort -rn | head -2 | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }')
   if [ "$SCHED_RC" -ne 0 ]; then fail jump_budget "scheduler exit $SCHED_RC"
@@ -178,7 +182,7 @@ print(len(late), int(late[len(late) // 2] * 1e6), int(time.process_time() * 1000
   kill "$hog" 2>/dev/null; wait "$hog" 2>/dev/null
   stop_sched INT
   read -r n p50 tp < "$out"; n=${n:-0}; p50=${p50:-999999999}
-  jumps=$(( $(json_sum "$LOGS/sleeper.out" preempt.wakeup) + $(json_sum "$LOGS/sleeper.out" preempt.wakeup_head) ))
+  jumps=$(wake_jumps "$LOGS/sleeper.out")
   judge_wake_delay sleeper_preempt "$n" "$p50" 6 "3 ms bursts, 5 ms sleeps beside a hog on CPU 1" \
     "$jumps wakeup jumps in all; the task ran ${tp:-?} ms of 7 s"
 }
@@ -210,7 +214,7 @@ print(len(late), int(late[len(late) // 2] * 1e6))' > "$out"
   kill "$spin" 2>/dev/null; wait "$spin" 2>/dev/null
   stop_sched INT
   read -r n p50 < "$out"; n=${n:-0}; p50=${p50:-999999999}
-  jumps=$(( $(json_sum "$LOGS/hogsleep.out" preempt.wakeup) + $(json_sum "$LOGS/hogsleep.out" preempt.wakeup_head) ))
+  jumps=$(wake_jumps "$LOGS/hogsleep.out")
   judge_wake_delay hog_after_sleeps "$n" "$p50" 5 "a spinner that slept 300 times first" \
     "$jumps wakeup jumps in all"
 }
