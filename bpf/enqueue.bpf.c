@@ -30,6 +30,24 @@ static bool interactive(struct task_ctx *tctx)
 	       tctx->run_share <= SLEEPER_RUN_SHARE;
 }
 
+/* The most of one burst that counts in a task's average (end_burst). */
+static __always_inline u64 burst_cap_ns(void)
+{
+	return 2 * wakeup_preempt_ns;
+}
+
+/*
+ * Whether the interactive runner of @cctx has turned hog: its burst so far is past
+ * burst_cap_ns and it woke no task synchronously in it. A task that stopped sleeping keeps
+ * the history of its last burst, so without this wakeups would wait behind a spinner turn
+ * after turn; a message passer's long burst (a writer with room, a reader with a backlog)
+ * wakes its peers as it goes, and is left to finish it.
+ */
+static __always_inline bool runner_turned_hog(struct cpu_ctx *cctx)
+{
+	return !cctx->runner_woke && now_ns() - cctx->burst_base >= burst_cap_ns();
+}
+
 /* Charge @us to this CPU's jump budget, saturating. */
 static __always_inline void charge_jump(struct cpu_ctx *cctx, u64 us)
 {
@@ -39,16 +57,17 @@ static __always_inline void charge_jump(struct cpu_ctx *cctx, u64 us)
 
 /*
  * Wakeup preemption (not in Go, which leaves it to sysmon's 10 ms): an interactive task
- * waking on a busy CPU preempts the current task there, which goes back to the head of this
- * CPU's queue with the rest of its turn (ST_ENQ_RESUMED), so frequent wakeups cannot shrink a
- * heavy task's share. If the current task is interactive too and inside its first
- * wakeup_preempt_ns, it will sleep soon: the wakee is queued at the head (ST_WAKE_HEAD).
+ * waking on a CPU that runs a task judged a hog preempts it; the hog goes back to the head of
+ * this CPU's queue with the rest of its turn (ST_ENQ_RESUMED), so frequent wakeups cannot
+ * shrink a heavy task's share. A runner that is interactive itself is left to sleep, as it
+ * soon will, and the wakee queues in order: a jump ahead of it ends a message passer's batch
+ * early, so the same messages cost more wakeups and switches (ST_WAKE_IN_ORDER). One that
+ * has run on past the point where its history can vouch for it is a hog (runner_turned_hog).
  *
- * Why no waiting task starves: both are queue jumps, and what a jump costs the tasks waiting
- * in order is the CPU time the wakee runs. Once jumping wakees have run jump_budget_us here
- * since a task that waited in order last started, wakeups queue in order while tasks wait.
- * A jump ahead of an interactive task gains little (it sleeps soon) and costs a context
- * switch, so it is charged a quarter of the budget up front: at most 4 per in-order start.
+ * Why no waiting task starves: a preemption is a queue jump, and what it costs the tasks
+ * waiting in order is the CPU time the wakee runs. Once jumping wakees have run
+ * jump_budget_us here since a task that waited in order last started, wakeups queue in order
+ * while tasks wait.
  *
  * Callers pass a @cpu in p->cpus_ptr (checked under the task's rq lock), so LOCAL_ON is safe.
  */
@@ -59,19 +78,15 @@ static bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx, s32 cpu
 	if (!wakeup_preempt_ns || !(enq_flags & SCX_ENQ_WAKEUP) || !cctx || !tctx ||
 	    !cctx->running_pid || !interactive(tctx))
 		return false;
+	if (cctx->running_interactive && !runner_turned_hog(cctx)) {
+		stat_add(ST_WAKE_IN_ORDER, 1);
+		return false;
+	}
 	if (cctx->jump_us >= jump_budget_us() && scx_bpf_dsq_nr_queued(cpu) != 0) {
 		stat_add(ST_WAKE_NO_JUMP, 1);
 		return false;
 	}
 	tctx->jumped = JUMP_WAKEE;
-	if (cctx->running_interactive) {
-		charge_jump(cctx, jump_budget_us() / 4);
-		if (now_ns() - cctx->burst_base < wakeup_preempt_ns) {
-			scx_bpf_dsq_insert(p, cpu, slice_ns, enq_flags | SCX_ENQ_HEAD);
-			stat_add(ST_WAKE_HEAD, 1);
-			return true;
-		}
-	}
 	cctx->wake_preempting = 1;
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags | SCX_ENQ_PREEMPT);
 	stat_add(ST_PREEMPT_WAKEUP, 1);

@@ -149,7 +149,7 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 /* cpu_ctx.jump_us is a u16. */
 #define JUMP_US_MAX 65535
 /* tctx->jumped: how a task came to be queued ahead of waiting tasks. */
-#define JUMP_WAKEE 1    /* an interactive wakeup that preempted or went to the head: charged */
+#define JUMP_WAKEE 1    /* an interactive wakeup that preempted: charged */
 #define JUMP_RESUMED 2  /* the task such a wakeup preempted, resuming its turn: not charged */
 
 /* ---- State ---- */
@@ -176,6 +176,8 @@ struct cpu_ctx {
 	u8 wake_preempting; /* a wakeup was sent here to preempt the current task */
 	u16 jump_us;        /* CPU time (us) run here by jumping wakees since an in-order start */
 	u8 running_interactive; /* the current task is interactive (see interactive()) */
+	u8 runner_woke;     /* the current task woke another synchronously since it last slept;
+			     * written only by this CPU (select_cpu of its wakees, running) */
 	u8 fair_alt;        /* the last dispatch served a stale shared queue first */
 	s8 running_mem_node; /* the memory node of the current task (see mem_node_of); -1: none */
 	/*
@@ -213,6 +215,7 @@ struct task_ctx {
 	u32 run_share;      /* moving average of burst / (burst + sleep), see end_sleep */
 	s32 runnext_waker;  /* pid of the task that last took it through runnext; 0: none */
 	u8 runnext_pair;    /* set by select_cpu: its waker was last woken by it (a pair) */
+	u8 woke_sync;       /* it woke another task synchronously since it last slept (runner_woke) */
 	u8 jumped;          /* queued ahead of waiting tasks (JUMP_WAKEE, JUMP_RESUMED); 0 at stopping */
 	u8 cg_counted;
 	u8 given_back;      /* this turn was given back (give_back_owed_turn): its debt is paid */

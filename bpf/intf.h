@@ -95,7 +95,7 @@ enum gmp_stat {
 	ST_STARVE_OVER,      /* tasks that waited longer than starve_warn_ns before running */
 	ST_DISP_LAG,         /* another node's shared head taken: it trailed in weighted CPU time */
 	ST_ENQ_RESUMED,      /* preempted by a wakeup: back to its queue's head with its turn's rest */
-	ST_WAKE_HEAD,        /* interactive wakeups queued at their CPU's head: the current task is short too */
+	ST_WAKE_IN_ORDER,    /* interactive wakeups queued in order: the current task is interactive too */
 	ST_WAKE_NO_JUMP,     /* interactive wakeups queued in order: the CPU had spent its queue-jump budget */
 	ST_CTX_ALLOC_FAIL,   /* task or cgroup states not allocated (map full, no memory): see task_ctxs */
 	ST_KICK_STUCK,       /* sysmon kicks (SCX_KICK_IDLE) to CPUs running no scx task whose local DSQ held one two passes running */

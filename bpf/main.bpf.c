@@ -15,7 +15,7 @@
  *     the tick would miss is kept by the CPU's own turn timer.
  *  5. The procs (GOMAXPROCS) are the CPUs that run ordinary work; the loader sizes the set.
  *  6. Weights scale each turn's slice; the shared queues prefer the least weighted CPU time
- *     within a bounded window. Interactive wakeups may preempt, within a per-CPU budget.
+ *     within a bounded window. Interactive wakeups may preempt hogs, within a per-CPU budget.
  *
  * Invariants that keep it safe:
  *  - A task is inserted into cpu_dsq[c] only if it may run on c (checked against

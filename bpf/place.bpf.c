@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Placement: a task's home node, the NUMA-aware idle pick, wakep (waking one idle CPU for new
- * work), and ops.select_cpu (runnext, or an idle proc of the home node).
+ * work), and ops.select_cpu (runnext, or an idle proc of the home node; it notes which runners
+ * wake others synchronously, for wakeup preemption).
  *
  * Invariant: a CPU handed back to the kernel as a direct dispatch target was picked from
  * p->cpus_ptr (ANDed with the procs), so SCX_DSQ_LOCAL there respects the task's mask.
@@ -219,7 +220,7 @@ static __always_inline void note_runnext_pair(struct task_struct *cur, struct ta
  * of this CPU's queue, or a pair's into its local DSQ (ops.enqueue puts it there), and
  * inherits the waker's remaining slice, so a chain of hand-offs shares one slice and cannot
  * hold the queue head for longer than slice_ns. Returns this CPU, or -1 if the wakeup does
- * not qualify.
+ * not qualify. Either way a synchronous waker running here is marked (runner_woke).
  */
 static __always_inline s32 select_runnext(struct task_struct *p, struct task_ctx *tctx,
 					  u64 wake_flags)
@@ -228,13 +229,16 @@ static __always_inline s32 select_runnext(struct task_struct *p, struct task_ctx
 	struct cpu_ctx *cctx;
 	s32 this_cpu;
 
-	if (!runnext_on || !tctx || !(wake_flags & SCX_WAKE_SYNC))
+	if (!(wake_flags & SCX_WAKE_SYNC))
 		return -1;
 	cur = bpf_get_current_task_btf();
 	this_cpu = bpf_get_smp_processor_id();
 	cctx = cpu_ctx(this_cpu);
-	if (!cctx || !cur || cctx->running_pid != cur->pid || cur->pid == p->pid ||
-	    cur->scx.slice < RUNNEXT_MIN_NS || !is_proc(this_cpu) ||
+	if (!cctx || !cur || cctx->running_pid != cur->pid || cur->pid == p->pid)
+		return -1;
+	/* The runner passes messages: its burst is not a spinner's (runner_turned_hog). */
+	cctx->runner_woke = 1;
+	if (!runnext_on || !tctx || cur->scx.slice < RUNNEXT_MIN_NS || !is_proc(this_cpu) ||
 	    !bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr))
 		return -1;
 	tctx->runnext_slice = cur->scx.slice;

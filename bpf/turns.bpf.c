@@ -103,6 +103,7 @@ static __always_inline bool start_on_cpu(struct cpu_ctx *cctx, s32 cpu, struct t
 	/* mem_node is one @p may run on (mem_node_of): growing the procs there brings it home. */
 	cctx->running_mem_node = tctx ? tctx->mem_node : -1;
 	cctx->burst_base = now - (tctx ? tctx->burst_ns : 0);
+	cctx->runner_woke = tctx ? tctx->woke_sync : 0;
 	if (cctx->runnext_pid == p->pid) {
 		cctx->runnext_pid = 0;
 		runnext = true;
@@ -290,7 +291,7 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
  */
 static void end_burst(struct task_ctx *tctx, u64 now)
 {
-	u64 b = tctx->burst_ns, cap = 2 * wakeup_preempt_ns;
+	u64 b = tctx->burst_ns, cap = burst_cap_ns();
 
 	tctx->slept_at = now;
 	tctx->last_burst_ns = b;
@@ -436,6 +437,8 @@ void BPF_STRUCT_OPS(gmp_stopping, struct task_struct *p, bool runnable)
 	if (tctx) {
 		tctx->jumped = 0;
 		tctx->given_back = 0;
+		/* A burst that goes on keeps the mark of having woken others (runner_turned_hog). */
+		tctx->woke_sync = runnable && cctx->runner_woke;
 	}
 	if (runnable) {
 		if (tctx)

@@ -122,8 +122,8 @@ counters! {
         "dispatches from another node's shared queue whose head trailed in weighted CPU time",
     gmp_stat_ST_ENQ_RESUMED => enq_resumed:
         "tasks preempted by a wakeup, put back at their queue's head with the rest of their turn",
-    gmp_stat_ST_WAKE_HEAD => wake_head:
-        "interactive wakeups queued at their CPU's head because the running task was short too",
+    gmp_stat_ST_WAKE_IN_ORDER => wake_in_order:
+        "interactive wakeups queued in order because the running task was interactive too",
     gmp_stat_ST_WAKE_NO_JUMP => wake_no_jump:
         "interactive wakeups queued in order because their CPU had spent its queue-jump budget",
     gmp_stat_ST_CTX_ALLOC_FAIL => ctx_alloc_fail:
@@ -485,8 +485,12 @@ pub struct Preempt {
     pub slice: u64,
     #[stat(desc = "preempt_wakeup in the interval")]
     pub wakeup: u64,
-    #[stat(desc = "wake_head in the interval")]
+    /// Always 0: wakeups no longer jump to a runner's head (see wakeup_in_order). Kept
+    /// because scripts read every key this object ever had.
+    #[stat(desc = "always 0, kept for readers of earlier versions")]
     pub wakeup_head: u64,
+    #[stat(desc = "wake_in_order in the interval")]
+    pub wakeup_in_order: u64,
     #[stat(desc = "wake_no_jump in the interval")]
     pub wakeup_no_jump: u64,
     #[stat(desc = "turn_given_back in the interval")]
@@ -674,7 +678,8 @@ impl Report<'_> {
                 sysmon: t.preempt_sysmon,
                 slice: t.preempt_slice,
                 wakeup: t.preempt_wakeup,
-                wakeup_head: t.wake_head,
+                wakeup_head: 0,
+                wakeup_in_order: t.wake_in_order,
                 wakeup_no_jump: t.wake_no_jump,
                 given_back: t.turn_given_back,
                 stale: t.preempt_stale,
@@ -1018,7 +1023,7 @@ mod tests {
         r#""starts_home":42,"starts_remote":44,"steals_remote":14}],"place_home":62,"#,
         r#""place_remote":64,"remote":44,"steals_remote":14},"#,
         r#""preempt":{"given_back":84,"slice":36,"stale":104,"sysmon":34,"wakeup":60,"#,
-        r#""wakeup_head":76,"#,
+        r#""wakeup_head":0,"wakeup_in_order":76,"#,
         r#""wakeup_no_jump":78},"procs":2,"procs_cpus":"0-1","restarts":0,"shared_queued":2,"#,
         r#""shared_queued_per_node":[2],"starvation":{"comm":"hog","longest_wait_us":612000,"#,
         r#""over_threshold":70,"pid":42,"still_waiting":true,"threshold_ms":500},"#,
@@ -1095,6 +1100,7 @@ mod tests {
         ("preempt.sysmon", "int"),
         ("preempt.wakeup", "int"),
         ("preempt.wakeup_head", "int"),
+        ("preempt.wakeup_in_order", "int"),
         ("preempt.wakeup_no_jump", "int"),
         ("procs", "int"),
         ("procs_cpus", "string"),

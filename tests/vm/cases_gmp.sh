@@ -111,8 +111,9 @@ t_numa_level() {
   fi
 }
 
-# wake_jumps LOG: wakeups that jumped a CPU's queue over a --json stats log (preempted the
-# runner, or went to the head of its queue).
+# wake_jumps LOG: wakeups that jumped a CPU's queue over a --json stats log. Builds before
+# wakeups queued in order behind interactive runners also jumped to a queue's head
+# (wakeup_head, now always 0); the sum reads both when a case is run against one.
 wake_jumps() { echo $(( $(json_sum "$1" preempt.wakeup) + $(json_sum "$1" preempt.wakeup_head) )); }
 
 # Six tasks that spin 300 us and sleep 100 us, and a hog, all pinned to CPU 1 for 6 s. The
@@ -191,8 +192,9 @@ print(len(late), int(late[len(late) // 2] * 1e6), int(time.process_time() * 1000
 # without sleeping, beside a periodic task (0.2 ms of work, 2 ms sleeps), both pinned to CPU 1
 # from the start (a spinner that ran alone first would owe turns and run short ones, hiding
 # the wait). The spinner keeps its last burst's history until it sleeps again, so it stays
-# interactive: wakeups must still preempt it once its burst is past --wakeup-preempt-us, or
-# each waits out its 10 ms turn (a variant that never preempted interactive runners did).
+# interactive: wakeups must still preempt it once its burst is past twice --wakeup-preempt-us
+# with no task woken, or each waits out its 10 ms turn (a variant that never preempted
+# interactive runners did).
 t_hog_after_sleeps() {
   local spin out n p50 jumps
   start_sched hogsleep --stats 1 --json || { fail hog_after_sleeps "did not load"; return; }
