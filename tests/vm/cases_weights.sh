@@ -87,10 +87,13 @@ while True:
   sibling_ratio "$1" $((2 * NCPU)) "exec python3 -c '$loop'"
 }
 
+# Sleepers settle near 2:1 under EEVDF and scx_gmp alike, and a boot's reading strays by a
+# third either way (EEVDF 1.38-2.38, scx_gmp 1.78-2.87 over eight runs): the floor sits
+# between that spread and the 1:1 of weights ignored.
 t_cgroup_weight_sleepers() {
   grep -q cpu /sys/fs/cgroup/cgroup.controllers || { fail cgroup_weight_sleepers "no cpu controller"; return; }
   ratio_case cgroup_weight_sleepers "cpu.weight 300 : 100, $((2 * NCPU)) tasks each running 6 ms per 1 ms asleep" \
-    sleeper_cgroup_ratio 12 1.8 3.4 --stats 1 --json
+    sleeper_cgroup_ratio 12 1.5 3.4 --stats 1 --json
 }
 
 # Message passing inside one cgroup: each wakeup and each sleep changes the cgroup's count.
