@@ -74,7 +74,8 @@ BOOT_OVERHEAD_S=120; LATER_RUN_S=600
 # Room for at least one short case besides the boot: with less left, a layout is not booted.
 MIN_CASE_S=120
 # A case that runs this long has hung (the slowest fast-tier case, f3_hotplug, took 420 s on a
-# slow host): the guest is stopped and booted again after it.
+# slow host), and so has a boot (1-3 min under emulation): the guest is stopped and booted
+# again.
 CASE_HANG_S=900; [ "$TIER" = full ] && CASE_HANG_S=2400
 PASSED=0; FAILED=0; SKIPPED=0; SUMMARY=(); KSUMMARY=()
 record() { # record PASS|FAIL|SKIP name detail
@@ -152,10 +153,12 @@ too_little() { [ -n "$1" ] && [ "$1" -lt $((BOOT_OVERHEAD_S + MIN_CASE_S)) ]; }
 # pkill takes a regex, and kernel names hold '+' and '.'.
 stop_vm() { pkill -f -- "$(printf '%s' "$1" | sed 's/[][\.*^$+?(){}|]/\\&/g')"; }
 
-# Wait for the VM job $1 of results dir $2; stop it on a hung task report or a case running
-# past CASE_HANG_S (the reason goes to $2/stopped).
+# Wait for the VM job $1 of results dir $2; stop it on a hung task report, or once the boot
+# or one case has run past CASE_HANG_S (the reason goes to $2/stopped). A boot counts as a
+# case until the guest starts its first: a guest that hangs while booting (RCU stalls, a timer
+# that never fires on a vCPU) reports nothing, and would otherwise hold CI to vm.sh's timeout.
 watch_vm() {
-  local pid=$1 res=$2 case_now="" case_since now
+  local pid=$1 res=$2 case_now="" case_since now cur what
   rm -f "$res/stopped"
   while kill -0 "$pid" 2>/dev/null; do
     sleep 5
@@ -163,11 +166,12 @@ watch_vm() {
     if grep -q 'blocked for more than' "$res/console.log"; then
       sleep 60; stop_vm "$res"; break
     fi
-    now=$(date +%s)
-    if [ "$(tail -n 1 "$res/started" 2>/dev/null)" != "$case_now" ]; then
-      case_now=$(tail -n 1 "$res/started" 2>/dev/null); case_since=$now
-    elif [ -n "$case_now" ] && [ $((now - case_since)) -gt "$CASE_HANG_S" ]; then
-      echo "the case ran past $CASE_HANG_S s" > "$res/stopped"; stop_vm "$res"; break
+    now=$(date +%s); cur=$(tail -n 1 "$res/started" 2>/dev/null); cur=${cur:-(booting)}
+    if [ "$cur" != "$case_now" ]; then
+      case_now=$cur; case_since=$now
+    elif [ $((now - case_since)) -gt "$CASE_HANG_S" ]; then
+      what="case ${case_now%% *}"; [ "$case_now" = "(booting)" ] && what="the boot"
+      echo "$what ran past $CASE_HANG_S s" > "$res/stopped"; stop_vm "$res"; break
     fi
   done
   wait "$pid"
