@@ -274,7 +274,8 @@ for i in "${!RUNS[@]}"; do
     record SKIP "[$TAG] vm_suite" "the cases after $crashed were not run: the time budget was spent before the guest could boot again"
     k_skip=$((k_skip + 1)); k_skipped_names+=" (rest)"
   elif [ ! -f "$RES/complete" ]; then
-    record FAIL "[$TAG] vm_suite" "the guest did not finish the suite (vm.sh exit $vm_rc); see $RES/suite.log and $RES/console.log"
+    stopped=""; [ -f "$RES/stopped" ] && stopped="; stopped: $(cat "$RES/stopped")"
+    record FAIL "[$TAG] vm_suite" "the guest did not finish the suite (vm.sh exit $vm_rc$stopped); see $RES/suite.log and $RES/console.log"
     echo "--- last lines of the guest console:"; tail -n 25 "$RES/console.log"
     k_fail=$((k_fail + 1)); k_failed_names+=" vm_suite"
   fi
