@@ -53,7 +53,8 @@ UEI_DEFINE(uei);
 #include "enqueue.bpf.c"   /* ops.enqueue, wakeup preemption, jump budget */
 #include "steal.bpf.c"     /* stealWork, evicting from non-procs */
 #include "dispatch.bpf.c"  /* ops.dispatch: findRunnable */
-#include "turns.bpf.c"     /* running/stopping: slices, debt, bursts, vtime */
+#include "slices.bpf.c"    /* turn lengths: weighted slice, debt, deadlines, give-back */
+#include "turns.bpf.c"     /* running/stopping: bursts, vtime, charging what ran */
 #include "sysmon.bpf.c"    /* the sysmon timer */
 
 void BPF_STRUCT_OPS(gmp_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
