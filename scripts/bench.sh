@@ -180,7 +180,8 @@ clock=$(sed -n 's/.*, clocksource \([^,]*\), rounds .*/\1/p' "$OUT/bench.log" | 
 nodes=$(sed -n 's/.*bench: \([0-9]*\) CPUs, nodes \([^,]*\),.*/\1 CPUs, nodes \2/p' "$OUT/bench.log" | head -1)
 layout="$SHAPE_NAME (${nodes:-shape unknown}), kernel $KVER, $accel, clocksource ${clock:-unknown}, $ROUNDS rounds, $stamp"
 
-python3 tests/bench/report.py "$OUT/raw.csv" "$OUT" "$layout" "${RAN_PEERS[*]}"
+python3 tests/bench/report.py "$OUT/raw.csv" "$OUT" "$layout" "${RAN_PEERS[*]}" \
+  "$(cat "$OUT/nodes" 2>/dev/null || echo 0)"
 gnuplot "$OUT/ratios.gp"
 echo "[bench] results: $OUT/bench.md, $OUT/bench.csv, $OUT/bench.png"
 

@@ -310,7 +310,12 @@ OPTIONAL_WORKLOADS=(trace)
 [ -n "${BENCH_WORKLOADS:-}" ] && read -ra WORKLOADS <<< "$BENCH_WORKLOADS"
 # On one node the memory-bound load has no node to choose between: its rows would read as a
 # NUMA figure where there is none, so the table leaves them out.
-if [ "$(cat /sys/devices/system/node/online 2>/dev/null || echo 0)" = 0 ]; then
+# The count goes to $OUT/nodes for the report, which says so beside the table.
+# (A kernel without NUMA has no node directory: one node.)
+NR_NODES=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' 2>/dev/null | wc -l)
+[ "$NR_NODES" -ge 1 ] || NR_NODES=1
+echo "$NR_NODES" > "$OUT/nodes"
+if [ "$NR_NODES" -lt 2 ]; then
   for wi in "${!WORKLOADS[@]}"; do [ "${WORKLOADS[wi]}" = numa ] && unset "WORKLOADS[wi]"; done
   WORKLOADS=("${WORKLOADS[@]}")
 fi

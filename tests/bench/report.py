@@ -3,13 +3,13 @@
 metric, the best peer scheduler's median and scx_gmp's ratio to it, as Markdown and CSV, plus
 the data file and gnuplot script for the ratio chart.
 
-    report.py RAW_CSV OUT_DIR LAYOUT ["PEER PEER..."]
+    report.py RAW_CSV OUT_DIR LAYOUT ["PEER PEER..." [NR_NODES]]
 
-PEERs are the published schedulers bench.sh ran for comparison; OUT_DIR/status, if present,
-holds one line per scheduler that was left out, printed under the table.
+PEERs are the published schedulers bench.sh ran for comparison; NR_NODES is the guest's node
+count (0 or absent: unknown); OUT_DIR/status, if present, holds one line per scheduler that
+was left out, printed under the table.
 """
 import csv
-import re
 import statistics
 import sys
 from collections import defaultdict
@@ -154,12 +154,13 @@ ONE_NODE = ("numa: left out, the guest has one node: with no node to choose betw
             "memory-bound load says nothing about placement.")
 
 
-def numa_note(vals, by_round, layout=""):
+def numa_note(vals, by_round, layout="", nr_nodes=0):
     """What the EEVDF run with NUMA balancing off says about the numa row, and under emulation
-    what its bogo-ops do not say. On one node (bench.sh's "nodes 0"), where neither NUMA
-    balancing nor placement has a choice to make, the guest leaves the load out: say so."""
+    what its bogo-ops do not say. On one node (@nr_nodes, as the guest counted them; 0 when
+    unknown), where neither NUMA balancing nor placement has a choice to make, the guest leaves
+    the load out: say so."""
     on, off = (("numa", "bogo_ops_s"), "eevdf"), (("numa_balancing_off", "bogo_ops_s"), "eevdf")
-    if re.search(r"\bnodes 0\)", layout):
+    if nr_nodes == 1:
         return [] if vals.get(on) else [ONE_NODE]
     if not vals.get(on) or not vals.get(off):
         return []
@@ -186,6 +187,7 @@ def numa_note(vals, by_round, layout=""):
 def main():
     raw, out, layout = sys.argv[1], sys.argv[2], sys.argv[3]
     peers = sys.argv[4].split() if len(sys.argv) > 4 else []
+    nr_nodes = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5].isdigit() else 0
     vals = defaultdict(list)
     by_round = defaultdict(dict)
     scheds = []
@@ -270,7 +272,7 @@ def main():
         best_cell = f"{best[0]:.4g} ({best[1]})" if best else "-"
         md.append(f"| {key[0]} | {key[1]} | {better} | " + " | ".join(cells) +
                   f" | {best_cell} | {fmt_ratio(to_best, to_best_paired)} | {target or ''} | {met} |")
-    notes = numa_note(vals, by_round, layout)
+    notes = numa_note(vals, by_round, layout, nr_nodes)
     try:
         notes += [l.strip() for l in open(f"{out}/status") if l.strip()]
     except OSError:

@@ -58,21 +58,24 @@ class HostRows(unittest.TestCase):
 class NumaNote(unittest.TestCase):
     ON, OFF = (("numa", "bogo_ops_s"), "eevdf"), (("numa_balancing_off", "bogo_ops_s"), "eevdf")
 
-    def note(self, layout):
+    def note(self, nr_nodes):
         vals = {self.ON: [5.0], self.OFF: [5.0]}
         by_round = {self.ON: {"1": 5.0}, self.OFF: {"1": 5.0}}
-        return report.numa_note(vals, by_round, layout)
+        return report.numa_note(vals, by_round, "kernel x", nr_nodes)
 
     def test_two_nodes_have_a_note(self):
-        self.assertEqual(len(self.note("4 CPUs in 2 NUMA node(s) (4 CPUs, nodes 0-1), kernel x")), 1)
+        self.assertEqual(len(self.note(2)), 1)
+
+    def test_unknown_node_count_has_a_note(self):
+        self.assertEqual(len(self.note(0)), 1)
 
     def test_one_node_says_the_load_was_left_out(self):
-        self.assertEqual(report.numa_note({}, {}, "layout smt (8 CPUs, nodes 0), kernel x"),
+        self.assertEqual(report.numa_note({}, {}, "layout smt (8 CPUs, nodes 0)", 1),
                          [report.ONE_NODE])
 
     def test_one_node_rows_get_no_numa_note(self):
         # A run from before the guest skipped the load on one node: no NUMA balancing figure.
-        self.assertEqual(self.note("layout smt (8 CPUs, nodes 0), kernel x"), [])
+        self.assertEqual(self.note(1), [])
 
 
 if __name__ == "__main__":
