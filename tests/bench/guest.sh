@@ -292,6 +292,9 @@ traced() { # WORKLOAD TRACE_STATS_FLAG COMMAND...
 w_trace() {
   traced trace_hackbench_thread_g4 --after-forks hackbench -T -g 4 -l 25
   traced trace_hackbench_proc_g8 --after-forks hackbench -g 8 -l 12
+  # Two groups: the light load where processes trail the peers and threads do not.
+  traced trace_hackbench_proc_g2 --after-forks hackbench -g 2 -l 50
+  traced trace_hackbench_thread_g2 --after-forks hackbench -T -g 2 -l 50
   traced trace_pipe "" perf bench sched pipe -l 5000
   stress-ng --temp-path /tmp -q --cpu "$N" --fork "$N" -t 6 &
   local bp=$!
