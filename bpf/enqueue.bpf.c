@@ -63,6 +63,10 @@ static __always_inline void charge_jump(struct cpu_ctx *cctx, u64 us)
  * soon will, and the wakee queues in order: a jump ahead of it ends a message passer's batch
  * early, so the same messages cost more wakeups and switches (ST_WAKE_IN_ORDER). One that
  * has run on past the point where its history can vouch for it is a hog (runner_turned_hog).
+ * Whatever its history, a runner is never preempted by the task it woke synchronously
+ * (@by_runner: runnext's wakee, placed here by select_runnext): the waker said it will sleep
+ * soon, and its wakee runs when it does, at the end of its turn, or on an idle CPU that steals
+ * it. Preempted, a writer with room handed the CPU to its reader at every message.
  *
  * Why no waiting task starves: a preemption is a queue jump, and what it costs the tasks
  * waiting in order is the CPU time the wakee runs. Once jumping wakees have run
@@ -71,14 +75,15 @@ static __always_inline void charge_jump(struct cpu_ctx *cctx, u64 us)
  *
  * Callers pass a @cpu in p->cpus_ptr (checked under the task's rq lock), so LOCAL_ON is safe.
  */
-static bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags)
+static bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags,
+			   bool by_runner)
 {
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
 
 	if (!wakeup_preempt_ns || !(enq_flags & SCX_ENQ_WAKEUP) || !cctx || !tctx ||
 	    !cctx->running_pid || !interactive(tctx))
 		return false;
-	if (cctx->running_interactive && !runner_turned_hog(cctx)) {
+	if (by_runner || (cctx->running_interactive && !runner_turned_hog(cctx))) {
 		stat_add(ST_WAKE_IN_ORDER, 1);
 		return false;
 	}
@@ -192,7 +197,7 @@ static __always_inline bool fix_cpu(struct enq *e)
  */
 static __always_inline void enqueue_pinned(struct enq *e)
 {
-	if (wakeup_preempt(e->p, e->tctx, e->cpu, e->flags))
+	if (wakeup_preempt(e->p, e->tctx, e->cpu, e->flags, e->runnext_slice != 0))
 		return;
 	queue_own_cpu(e, ST_ENQ_PINNED);
 }
@@ -343,7 +348,7 @@ void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 	if (enqueue_runnext(&e))
 		return;
-	if (wakeup_preempt(p, e.tctx, e.cpu, e.flags))
+	if (wakeup_preempt(p, e.tctx, e.cpu, e.flags, e.runnext_slice != 0))
 		return;
 	queue_local(&e, slice_ns, 0, ST_ENQ_LOCAL);
 }
