@@ -203,6 +203,16 @@ static __always_inline void enqueue_pinned(struct enq *e)
 }
 
 /*
+ * TEST ONLY (test_strand_shared): the state a shrink of the procs can leave, a task that no
+ * proc may run in its node's shared queue. No CPU serves it there; sysmon's rescue_stranded
+ * must move it.
+ */
+static __always_inline void strand_shared(struct enq *e)
+{
+	scx_bpf_dsq_insert(e->p, shared_dsq(node_of(e->cpu)), slice_ns, e->flags);
+}
+
+/*
  * On a non-proc: ordinary work belongs on a proc, so retarget a proc the task may use; what
  * may run on none stays on its own CPU (true: done).
  */
@@ -211,7 +221,10 @@ static __always_inline bool enqueue_off_procs(struct enq *e)
 	s32 pc = proc_for(e->p);
 
 	if (pc < 0) {
-		queue_own_cpu(e, ST_ENQ_STRANDED);
+		if (test_strand_shared && !(e->flags & SCX_ENQ_LAST))
+			strand_shared(e);
+		else
+			queue_own_cpu(e, ST_ENQ_STRANDED);
 		return true;
 	}
 	if (e->flags & SCX_ENQ_LAST)

@@ -39,6 +39,12 @@ const volatile u64 starve_warn_ns = 500000000ULL;
  * scheduler. Never set in normal use.
  */
 const volatile bool test_stall = false;
+/*
+ * TEST ONLY (--test-strand-shared, hidden): queue tasks that no proc may run on their node's
+ * shared queue, where a shrink of the procs can leave one, so that only sysmon's
+ * rescue_stranded takes them out. Never set in normal use.
+ */
+const volatile bool test_strand_shared = false;
 
 /* The kernel's tick rate (libbpf reads it from the kernel config); 0 if the config is missing. */
 extern unsigned int CONFIG_HZ __kconfig __weak;

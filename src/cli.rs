@@ -150,6 +150,11 @@ pub struct Opts {
     #[arg(long, hide = true)]
     pub test_stall: bool,
 
+    /// TEST ONLY: queue tasks that no proc may run on their node's shared queue, as a shrink
+    /// of the procs can leave them, so that only sysmon's rescue moves them.
+    #[arg(long, hide = true)]
+    pub test_strand_shared: bool,
+
     /// Verbose output, including libbpf's.
     #[arg(short = 'v', long)]
     pub verbose: bool,

@@ -124,6 +124,7 @@ fn set_rodata(skel: &mut OpenBpfSkel, opts: &Opts, topo: &TopoMaps) -> Result<()
     rodata.runnext_on = !opts.no_runnext;
     rodata.wakeup_preempt_ns = opts.wakeup_preempt_us * 1000;
     rodata.test_stall = opts.test_stall;
+    rodata.test_strand_shared = opts.test_strand_shared;
     rodata.numa_on = !opts.no_numa;
     rodata.cgroup_weights_on = !opts.no_cgroup_weights;
     rodata.starve_warn_ns = opts.starve_warn_ms * 1_000_000;

@@ -132,6 +132,35 @@ t_cpuset_shrink() {
   fi
 }
 
+# sysmon's rescue of a task that no proc may run from a shared queue: a shrink of the procs
+# can leave one there (it waited while the last proc of its cpuset left), and no CPU serves
+# it, as non-procs never look at shared queues. Left to itself that state is a race between
+# the loader's look at the load and its write; --test-strand-shared (test only) sends every
+# such enqueue there. Three hogs in a cpuset of the last two CPUs, the procs fixed at CPUs 0
+# and 1: every turn's end strands a hog, and only the rescue brings it back (under the flag
+# enqueue.stranded counts rescues alone). Without it the cpuset idles and the watchdog ejects
+# the scheduler.
+# Measured (2n, 2026-12-07): 740 rescues, busy 95/99%. Without the rescue: none, and the
+# cpuset idles. The floors sit far under the one and at cpuset_outside's 80% for the other.
+RESCUE_MIN=100
+RESCUE_BUSY_MIN=80
+t_rescue_stranded() {
+  local a=$((NCPU - 2)) z=$((NCPU - 1)) pids=() x y rescued
+  [ "$NCPU" -ge 4 ] || { skip rescue_stranded "needs 4 CPUs"; return; }
+  start_sched rescue --procs 0-1 --test-strand-shared --stats 1 --json ||
+    { fail rescue_stranded "did not load"; return; }
+  taskset -c "$a,$z" stress-ng --temp-path /tmp -q --cpu 3 -t 9 & pids=($!)
+  read -r x y <<< "$(cpuset_busy "$a" "$z")"; wait "${pids[@]}" 2>/dev/null
+  stop_sched INT
+  rescued=$(json_sum "$LOGS/rescue.out" enqueue.stranded)
+  if [ "$SCHED_RC" -ne 0 ]; then fail rescue_stranded "scheduler exit $SCHED_RC"
+  elif [ "${rescued:-0}" -lt "$RESCUE_MIN" ]; then fail rescue_stranded "$rescued rescues, want >= $RESCUE_MIN: the flag stranded nothing"
+  elif [ "${x:-0}" -lt "$RESCUE_BUSY_MIN" ] || [ "${y:-0}" -lt "$RESCUE_BUSY_MIN" ]; then
+    fail rescue_stranded "cpuset $a,$z busy $x/$y% with 3 stranded hogs, want >= $RESCUE_BUSY_MIN each ($rescued rescues)"
+  else pass rescue_stranded "3 hogs in cpuset $a,$z stranded at every turn's end: busy $x/$y%, $rescued rescues"
+  fi
+}
+
 # Exactly N hogs on N CPUs: a hog alone on its CPU keeps it turn after turn (keep_prev), with
 # no stop in between, and must still count as busy, so that --procs auto holds the set at N
 # instead of shrinking it under a full job.
