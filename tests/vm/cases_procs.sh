@@ -140,8 +140,9 @@ t_cpuset_shrink() {
 # and 1: every turn's end strands a hog, and only the rescue brings it back (under the flag
 # enqueue.stranded counts rescues alone). Without it the cpuset idles and the watchdog ejects
 # the scheduler.
-# Measured (2n, 2026-12-07): 740 rescues, busy 95/99%. Without the rescue: none, and the
-# cpuset idles. The floors sit far under the one and at cpuset_outside's 80% for the other.
+# Measured (2n, 2026-12-07): 739-740 rescues, busy 95-100%. A build without the rescue
+# failed it: the watchdog ejected the scheduler ("taskset failed to run for 7.328s"). The
+# floors sit far under the one and at cpuset_outside's 80% for the other.
 RESCUE_MIN=100
 RESCUE_BUSY_MIN=80
 t_rescue_stranded() {
