@@ -21,13 +21,13 @@ static u32 jump_budget_us(void)
  * as it runs. The average keeps a periodic task interactive through the odd long burst
  * (catching up after a delay, an interrupt storm); the last burst lets a task that changed its
  * ways count at once. The run share admits a periodic task whose bursts are long (a frame
- * loop): it uses at most half a CPU, so it is owed time whenever it wakes on a CPU that has
- * more than itself to run.
+ * loop): it uses about half a CPU or less, so it is owed time whenever it wakes on a CPU that
+ * has more than itself to run (tctx->sleeper, set in end_sleep).
  */
 static bool interactive(struct task_ctx *tctx)
 {
 	return tctx->last_burst_ns < wakeup_preempt_ns || tctx->avg_burst_ns < wakeup_preempt_ns ||
-	       tctx->run_share <= SLEEPER_RUN_SHARE;
+	       tctx->sleeper;
 }
 
 /* The most of one burst that counts in a task's average (end_burst). */

@@ -147,6 +147,14 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 #define RUN_SHARE_ONE 1024
 #define SLEEPER_RUN_SHARE (RUN_SHARE_ONE / 2)
 /*
+ * A sleeper keeps its status until its share passes this: from the threshold it takes three
+ * wakeups in a row with no sleep before them (each moves the 1/8 average by about 1/16). A
+ * periodic task that waited for a CPU ends its period late and sleeps that much less before
+ * the next, so its share reads high just when it was late; without this margin a frame loop
+ * near half a CPU lost its preemption whenever it was late and so ran later still.
+ */
+#define SLEEPER_KEEP_RUN_SHARE (RUN_SHARE_ONE * 5 / 8)
+/*
  * How many of its own turns a woken task's burst may take before a turn that runs out sends it
  * to the shared queue (burst_rest). Two: a burst a little longer than one turn (a frame loop's
  * work on a loaded machine) finishes in order on its CPU; untuned beyond that.
@@ -225,6 +233,7 @@ struct task_ctx {
 	u8 jumped;          /* queued ahead of waiting tasks (JUMP_WAKEE, JUMP_RESUMED); 0 at stopping */
 	u8 cg_counted;
 	u8 given_back;      /* this turn was given back (give_back_owed_turn): its debt is paid */
+	u8 sleeper;         /* set at SLEEPER_RUN_SHARE, cleared past SLEEPER_KEEP_RUN_SHARE */
 };
 
 /* struct cgrp_ctx, per-cgroup state for cpu.weight, is in intf.h: the loader reads it. */

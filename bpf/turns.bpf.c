@@ -10,7 +10,9 @@
 /*
  * The task woke at @now: its sleep ended. One sleep and the burst before it enter the run
  * share's average (1/8 each, like the bursts'), so one long sleep or one long burst does not
- * decide alone; each sleep and burst is at least 1 ns, so the share is defined.
+ * decide alone; each sleep and burst is at least 1 ns, so the share is defined. The share
+ * makes the task a sleeper at SLEEPER_RUN_SHARE and unmakes it only past
+ * SLEEPER_KEEP_RUN_SHARE (why the margin: gmp.bpf.h).
  */
 static void end_sleep(struct task_ctx *tctx, u64 now)
 {
@@ -18,6 +20,10 @@ static void end_sleep(struct task_ctx *tctx, u64 now)
 	u64 share = b * RUN_SHARE_ONE / (b + s);
 
 	tctx->run_share = tctx->run_share - tctx->run_share / 8 + share / 8;
+	if (tctx->run_share <= SLEEPER_RUN_SHARE)
+		tctx->sleeper = 1;
+	else if (tctx->run_share > SLEEPER_KEEP_RUN_SHARE)
+		tctx->sleeper = 0;
 }
 
 void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
