@@ -161,13 +161,23 @@ judge_wake_delay() {
   fi
 }
 
+# end_wake_case BG NAME: stop the background task BG and the scheduler started as NAME; read
+# the periodic task's "N P50_US [EXTRA]" line from $out into n, p50 and extra (the caller's
+# locals), and its wakeup jumps into jumps.
+end_wake_case() {
+  kill "$1" 2>/dev/null; wait "$1" 2>/dev/null
+  stop_sched INT
+  read -r n p50 extra < "$out"; n=${n:-0}; p50=${p50:-999999999}
+  jumps=$(wake_jumps "$LOGS/$2.out")
+}
+
 # A periodic task whose bursts (3 ms) are far over --wakeup-preempt-us but which sleeps longer
 # than it runs (5 ms), and a hog, both pinned to CPU 1 for 7 s: a frame loop beside a build.
 # Its run share makes it interactive, so it preempts the hog on waking and runs within about a
 # millisecond of its timer; counted by burst length alone, it waits in order for the hog's
 # 10 ms turn to end.
 t_sleeper_preempt() {
-  local per hog out n p50 jumps tp
+  local per hog out n p50 jumps extra
   start_sched sleeper --stats 1 --json || { fail sleeper_preempt "did not load"; return; }
   out="$LOGS/sleeper.late"
   taskset -c 1 python3 -c 'import time
@@ -180,12 +190,45 @@ late = sorted(late[len(late) // 7:])  # the first second: run share still settli
 print(len(late), int(late[len(late) // 2] * 1e6), int(time.process_time() * 1000))' > "$out" & per=$!
   taskset -c 1 sh -c "$HOG" & hog=$!
   wait "$per"
-  kill "$hog" 2>/dev/null; wait "$hog" 2>/dev/null
-  stop_sched INT
-  read -r n p50 tp < "$out"; n=${n:-0}; p50=${p50:-999999999}
-  jumps=$(wake_jumps "$LOGS/sleeper.out")
+  end_wake_case "$hog" sleeper
   judge_wake_delay sleeper_preempt "$n" "$p50" 6 "3 ms bursts, 5 ms sleeps beside a hog on CPU 1" \
-    "$jumps wakeup jumps in all; the task ran ${tp:-?} ms of 7 s"
+    "$jumps wakeup jumps in all; the task ran ${extra:-?} ms of 7 s"
+}
+
+# A frame loop on a fixed 10 ms grid doing 4.8 ms of CPU a frame (48% of a CPU), and a hog,
+# both pinned to CPU 1 for 7 s. A frame that starts late ends late and sleeps that much less
+# before the next release, so its run share reads over one half just when it was late. Judged
+# against one threshold it then lost its preemption, waited out the hog's 10 ms turn, and so
+# read later still: on 2n, 235-322 of the 550 releases run, median delays 9.5, 15.1 ms and
+# 539 us (3 runs). A sleeper keeps its status to SLEEPER_KEEP_RUN_SHARE and preempts the hog
+# at every release: 456-548 run, medians 380-416 us (4 runs).
+t_sleeper_grid() {
+  local hog out n p50 jumps extra
+  start_sched sgrid --stats 1 --json || { fail sleeper_grid "did not load"; return; }
+  out="$LOGS/sgrid.late"
+  taskset -c 1 sh -c "$HOG" & hog=$!
+  taskset -c 1 python3 -c 'import time
+cpu = lambda: time.clock_gettime(time.CLOCK_THREAD_CPUTIME_ID)
+start = time.monotonic()
+rel, late = start, []
+while rel < start + 7:
+    t = time.monotonic()
+    if rel - start > 1.5: late.append(t - rel)  # the first 1.5 s: run share still settling
+    c0 = cpu()
+    while cpu() - c0 < 0.0048: pass
+    rel += 0.010
+    while rel < time.monotonic(): rel += 0.010  # a missed release is skipped, as under vsync
+    time.sleep(max(0, rel - time.monotonic()))
+late.sort()
+print(len(late), int(late[len(late) // 2] * 1e6))' > "$out"
+  end_wake_case "$hog" sgrid
+  # 550 releases fall in the 5.5 s counted; a late loop skips those it overran.
+  if [ "$SCHED_RC" -eq 0 ] && [ "$n" -lt 366 ]; then
+    fail sleeper_grid "the loop ran only $n of 550 releases (want >= 2/3; median delay $p50 us)"
+    return
+  fi
+  judge_wake_delay sleeper_grid "$n" "$p50" 5 "a frame loop at 48% of CPU 1 beside a hog" \
+    "$n of 550 releases run, $jumps wakeup jumps in all"
 }
 
 # A task that slept often (bursts of microseconds: interactive by its history) and then spins
@@ -196,7 +239,7 @@ print(len(late), int(late[len(late) // 2] * 1e6), int(time.process_time() * 1000
 # with no task woken, or each waits out its 10 ms turn (a variant that never preempted
 # interactive runners did).
 t_hog_after_sleeps() {
-  local spin out n p50 jumps
+  local spin out n p50 jumps extra
   start_sched hogsleep --stats 1 --json || { fail hog_after_sleeps "did not load"; return; }
   out="$LOGS/hogsleep.late"
   taskset -c 1 python3 -c 'import time
@@ -213,10 +256,7 @@ while time.monotonic() < end:
     if t - start > 1.5: late.append(time.monotonic() - t - 0.002)
 late.sort()
 print(len(late), int(late[len(late) // 2] * 1e6))' > "$out"
-  kill "$spin" 2>/dev/null; wait "$spin" 2>/dev/null
-  stop_sched INT
-  read -r n p50 < "$out"; n=${n:-0}; p50=${p50:-999999999}
-  jumps=$(wake_jumps "$LOGS/hogsleep.out")
+  end_wake_case "$spin" hogsleep
   judge_wake_delay hog_after_sleeps "$n" "$p50" 5 "a spinner that slept 300 times first" \
     "$jumps wakeup jumps in all"
 }
