@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Scale benchmark (also scripts/bench.sh --scale): the same loads, 2 hogs per CPU and a
-# hackbench, in VMs of 4, 8, 16 and 32 CPUs (2, 2, 4 and 4 NUMA nodes), one boot per size,
-# under EEVDF and under scx_gmp. Reports per size what scx_gmp's work per event is: sysmon
-# passes per second, CPUs visited per pass and per CPU per second, ns per pass, queues looked
-# at per steal attempt, turn-timer runs, each BPF program's ns per call, and the guest's
-# kernel-time share against EEVDF's in the same boot.
+# Scale benchmark (also scripts/bench.sh --scale): the same loads, 2 hogs per CPU, a
+# hackbench and a fixed load (one hackbench group on CPUs 0 and 1), in VMs of 4, 8, 16 and 32
+# CPUs (2, 2, 4 and 4 NUMA nodes), one boot per size, under EEVDF and under scx_gmp. Reports
+# per size what scx_gmp's work per event is: sysmon passes per second, CPUs visited per
+# pass and per CPU per second, ns per pass, queues looked at per steal attempt, turn-timer
+# runs, each BPF program's ns per call, and the guest's kernel-time share against EEVDF's in
+# the same boot.
 #
 #   scripts/scale.sh [--sizes "4 8 16 32"] [--duration S] [--kernel VER] [--no-docs]
 #                    [--gmp /path/to/scx_gmp]
 #
 # --gmp measures another build (an older commit, for a before/after); it implies --no-docs.
-# Under emulation time is inflated and skewed once vCPUs outnumber the host's cores; counts
-# are not, so the counted work (visits, looks, calls) is what compares across sizes. Writes
+# Under emulation time is inflated and skewed once busy vCPUs outnumber the host's cores;
+# counts are not, so the counted work (visits, looks, calls) is what compares across sizes,
+# and ns per call compares only under the fixed load, whose two busy vCPUs never do. Writes
 # target/scale-results/STAMP/scale.md and, unless --no-docs, docs/scale.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -119,9 +119,10 @@ if ! grep -q '^test result:' "$unit_log"; then u_fail=$((u_fail + 1)); fi
 PASSED=$((PASSED + u_pass)); FAILED=$((FAILED + u_fail))
 SUMMARY+=("unit: $u_pass passed, $u_fail failed")
 
-# The benchmark's trace summary (tests/bench/trace_stats.py) on hand-made traces, and its
-# report's best peer, per-host-CPU rows and NUMA note (report.py).
-for t in trace_stats report; do
+# The benchmark's trace summary (tests/bench/trace_stats.py) on hand-made traces, its
+# report's best peer, per-host-CPU rows and NUMA note (report.py), and which of the scale
+# report's targets it judges on which load (scale_report.py).
+for t in trace_stats report scale_report; do
   if out=$(python3 "tests/bench/test_$t.py" 2>&1); then
     record PASS "bench_$t" "$(grep -m1 '^Ran ' <<< "$out")"
   else

@@ -1,6 +1,7 @@
 #!/bin/bash
-# The scale benchmark's loads, run inside one VM by scripts/scale.sh: 2 hogs per CPU, then a
-# hackbench, under EEVDF (nothing loaded) and under scx_gmp. Counts the work scx_gmp does
+# The scale benchmark's loads, run inside one VM by scripts/scale.sh: 2 hogs per CPU, a
+# hackbench, and the fixed load (one hackbench group on CPUs 0 and 1), under EEVDF (nothing
+# loaded) and under scx_gmp. Counts the work scx_gmp does
 # (from its --json counters and the kernel's BPF run statistics) and the guest's kernel-time
 # share under both. Results: CSV rows "cpus,sched,load,metric,value" appended to $OUT/raw.csv.
 #   scale_guest.sh OUT SCX_GMP_BINARY
@@ -72,10 +73,15 @@ hogs_for() { # SECONDS: 2 busy loops per CPU
   kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
 }
 hackbench_run() { hackbench -g 4 -l 200 > /dev/null 2>&1; }
+# The same work at every size: its two busy vCPUs never outnumber the host's cores, so its ns
+# per call is the programs' own work rather than time the host took a vCPU away; what grows
+# with the size in it is work per call that grows with the CPU count.
+fixed_run() { taskset -c 0,1 hackbench -g 1 -l 400 > /dev/null 2>&1; }
 
 run_loads() {
   LOAD=hogs; measure hogs_for "$DUR"
   LOAD=hackbench; measure hackbench_run
+  LOAD=fixed; measure fixed_run
 }
 
 SPID=""

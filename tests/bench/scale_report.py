@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The scale benchmark's report: a Markdown table per load from scale_guest.sh's rows, and
 the largest size's counted work over the smallest's, against the targets (at most 1.5x).
+Per-call times are judged on the fixed load only: under the loads that grow with the size,
+busy vCPUs outnumber the host's cores and a call's time includes the host's time slices.
 
     scale_report.py RAW_CSV DESCRIPTION > scale.md
 """
@@ -10,6 +12,10 @@ from collections import defaultdict
 
 PROGS = ["gmp_select_cpu", "gmp_enqueue", "gmp_dispatch", "gmp_running", "gmp_stopping"]
 TARGET = 1.5
+LOADS = {"hogs": "2 hogs per CPU", "hackbench": "a hackbench over every CPU",
+         "fixed": "one hackbench group on CPUs 0 and 1, the same work at every size"}
+# Where ns per call measures work: the load of the same size at every size (scale_guest.sh).
+TIMED_LOAD = "fixed"
 
 
 def load(path):
@@ -86,6 +92,8 @@ def targets(v, sizes, load_name):
     for name, k in checks:
         r = div(hi[k], lo[k])
         ok = "-" if r != r else ("met" if r <= TARGET else "MISSED")
+        if k in PROGS and load_name != TIMED_LOAD and ok != "-":
+            ok = f"not judged: host time; see {TIMED_LOAD}"
         out.append(f"- {name}: {fmt(lo[k], 2)} -> {fmt(hi[k], 2)} = {fmt(r, 2)}x ({ok})")
     a, b = lo["share_ratio"], hi["share_ratio"]
     ok = "-" if a != a or b != b else ("met" if b <= a * 1.05 else "MISSED")
@@ -100,8 +108,8 @@ def main():
         print("no results")
         return
     out = ["# Scale benchmark", "", sys.argv[2], ""]
-    for load_name in ("hogs", "hackbench"):
-        out += [f"## {load_name}", ""] + table(v, sizes, load_name) + [""]
+    for load_name, what in LOADS.items():
+        out += [f"## {load_name}: {what}", ""] + table(v, sizes, load_name) + [""]
         if len(sizes) > 1:
             out += targets(v, sizes, load_name) + [""]
     print("\n".join(out))
