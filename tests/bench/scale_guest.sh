@@ -1,9 +1,9 @@
 #!/bin/bash
 # The scale benchmark's loads, run inside one VM by scripts/scale.sh: 2 hogs per CPU, a
 # hackbench, and the fixed load (one hackbench group on CPUs 0 and 1), under EEVDF (nothing
-# loaded) and under scx_gmp. Counts the work scx_gmp does
-# (from its --json counters and the kernel's BPF run statistics) and the guest's kernel-time
-# share under both. Results: CSV rows "cpus,sched,load,metric,value" appended to $OUT/raw.csv.
+# loaded) and under scx_gmp. Counts the work scx_gmp does (from its --json counters and the
+# kernel's BPF run statistics) and the guest's kernel-time share under both. Results: CSV
+# rows "cpus,sched,load,metric,value" appended to $OUT/raw.csv.
 #   scale_guest.sh OUT SCX_GMP_BINARY
 set -u
 OUT=$1; SCX=$2
