@@ -140,18 +140,18 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 #define ROUND_MAX_NS (500 * 1000 * 1000ULL)
 /*
  * run_share is in parts of RUN_SHARE_ONE. A task that runs at most SLEEPER_RUN_SHARE of the
- * time it is not waiting for a CPU (it sleeps at least as long as it runs) uses at most half
- * a CPU, less than its share wherever a CPU's queue holds two tasks or more. Untuned: the
- * natural split, where a 60 Hz frame loop sits (docs/design.md, "Interactive").
+ * time from one wakeup to the next, leaving out waits within its bursts (it sleeps, or waits
+ * to be served after waking, at least as long as it runs), uses at most half a CPU, less than
+ * its share wherever a CPU's queue holds two tasks or more. Untuned: the natural split, where
+ * a 60 Hz frame loop sits (docs/design.md, "Interactive").
  */
 #define RUN_SHARE_ONE 1024
 #define SLEEPER_RUN_SHARE (RUN_SHARE_ONE / 2)
 /*
  * A sleeper keeps its status until its share passes this: from the threshold it takes three
- * wakeups in a row with no sleep before them (each moves the 1/8 average by about 1/16). A
- * periodic task that waited for a CPU ends its period late and sleeps that much less before
- * the next, so its share reads high just when it was late; without this margin a frame loop
- * near half a CPU lost its preemption whenever it was late and so ran later still.
+ * wakeups in a row with no sleep before them (each moves the 1/8 average by about 1/16). The
+ * margin is for a task that asks for about half a CPU (a frame loop at 48%, more under
+ * emulation's overheads): the odd long frame must not cost it its preemption.
  */
 #define SLEEPER_KEEP_RUN_SHARE (RUN_SHARE_ONE * 5 / 8)
 /*
@@ -213,6 +213,7 @@ struct task_ctx {
 	u64 last_burst_ns;  /* CPU time it used between its last two sleeps */
 	u64 avg_burst_ns;   /* moving average of its bursts, each capped (see end_burst) */
 	u64 slept_at;       /* when its last burst ended; 0: it has not slept */
+	u64 wake_wait_ns;   /* how long it waited for a CPU after its last wakeup (end_sleep) */
 	u64 wslice;         /* slice from the task's weight and cgroup share, set at running */
 	s64 debt_ns;        /* CPU time run past (> 0) or short of (< 0) its slices while contended */
 	u64 turn_ns;        /* the slice of its current turn */
@@ -226,7 +227,7 @@ struct task_ctx {
 	s32 mem_node;       /* where its memory is (mem_node_of), if it may run there; -1: none */
 	s32 last_cpu;
 	u32 away_runs;      /* consecutive runs away from home_node */
-	u32 run_share;      /* moving average of burst / (burst + sleep), see end_sleep */
+	u32 run_share;      /* moving average of burst / (wake wait + burst + sleep), see end_sleep */
 	s32 runnext_waker;  /* pid of the task that last took it through runnext; 0: none */
 	u8 runnext_pair;    /* set by select_cpu: its waker was last woken by it (a pair) */
 	u8 woke_sync;       /* it woke another task synchronously since it last slept (runner_woke) */
@@ -234,6 +235,7 @@ struct task_ctx {
 	u8 cg_counted;
 	u8 given_back;      /* this turn was given back (give_back_owed_turn): its debt is paid */
 	u8 sleeper;         /* set at SLEEPER_RUN_SHARE, cleared past SLEEPER_KEEP_RUN_SHARE */
+	u8 woken;           /* runnable by a wakeup and not started since: its wait is wake_wait_ns */
 };
 
 /* struct cgrp_ctx, per-cgroup state for cpu.weight, is in intf.h: the loader reads it. */

@@ -8,15 +8,20 @@
  */
 
 /*
- * The task woke at @now: its sleep ended. One sleep and the burst before it enter the run
- * share's average (1/8 each, like the bursts'), so one long sleep or one long burst does not
- * decide alone; each sleep and burst is at least 1 ns, so the share is defined. The share
- * makes the task a sleeper at SLEEPER_RUN_SHARE and unmakes it only past
- * SLEEPER_KEEP_RUN_SHARE (why the margin: gmp.bpf.h).
+ * The task woke at @now: its sleep ended. One cycle enters the run share's average (1/8 each,
+ * like the bursts'): the burst over the wait for a CPU after the wakeup before it, the burst
+ * and the sleep. The wait counts because a periodic task released on a fixed grid that waited
+ * ends its period late and sleeps that much less before the next: judged by burst and sleep
+ * alone its share read high whenever the scheduler made it late, so a frame loop near half a
+ * CPU lost its preemption, waited out a hog's turns and stayed late. Waits within a burst do
+ * not count: they are its own demand running past its turns, and a task that never sleeps must
+ * read one whatever waits beside it. Each sleep and burst is at least 1 ns, so the share is
+ * defined. It makes the task a sleeper at SLEEPER_RUN_SHARE and unmakes it only past
+ * SLEEPER_KEEP_RUN_SHARE.
  */
 static void end_sleep(struct task_ctx *tctx, u64 now)
 {
-	u64 b = tctx->last_burst_ns + 1, s = now - tctx->slept_at + 1;
+	u64 b = tctx->last_burst_ns + 1, s = now - tctx->slept_at + tctx->wake_wait_ns + 1;
 	u64 share = b * RUN_SHARE_ONE / (b + s);
 
 	tctx->run_share = tctx->run_share - tctx->run_share / 8 + share / 8;
@@ -38,6 +43,9 @@ void BPF_STRUCT_OPS(gmp_runnable, struct task_struct *p, u64 enq_flags)
 	tctx->ready_at = now;
 	if ((enq_flags & SCX_ENQ_WAKEUP) && tctx->slept_at && now > tctx->slept_at)
 		end_sleep(tctx, now);
+	/* The wait that starts now is this cycle's wake wait (note_started_wait). */
+	tctx->woken = !!(enq_flags & SCX_ENQ_WAKEUP);
+	tctx->wake_wait_ns = 0;
 	if (numa_on && nr_nodes > 1)
 		tctx->mem_node = mem_node_of(p);
 	/* A sleeper (or a new task) comes back at most one slice behind the busiest. */
@@ -94,6 +102,9 @@ static __always_inline void note_started_wait(struct task_struct *p, struct task
 		return;
 	/* One clock for all CPUs (now_ns); the guard only keeps a racing update from wrapping. */
 	wait = now > tctx->ready_at ? now - tctx->ready_at : 0;
+	if (tctx->woken)
+		tctx->wake_wait_ns = wait;
+	tctx->woken = 0;
 	record_latency(wait);
 	note_wait(cpu, p, wait, 0);
 	if (starve_warn_ns && wait >= starve_warn_ns)

@@ -198,11 +198,11 @@ print(len(late), int(late[len(late) // 2] * 1e6), int(time.process_time() * 1000
 
 # A frame loop on a fixed 10 ms grid doing 4.8 ms of CPU a frame (48% of a CPU), and a hog,
 # both pinned to CPU 1 for 7 s. A frame that starts late ends late and sleeps that much less
-# before the next release, so its run share reads over one half just when it was late. Judged
-# against one threshold it then lost its preemption, waited out the hog's 10 ms turn, and so
-# read later still: on 2n, 235-322 of the 550 releases run, median delays 9.5, 15.1 ms and
-# 539 us (3 runs). A sleeper keeps its status to SLEEPER_KEEP_RUN_SHARE and preempts the hog
-# at every release: 456-548 run, medians 380-416 us (4 runs).
+# before the next release; counted by burst and sleep alone its run share read over one half
+# whenever it was late, and the loop, which starts as a new task (share one), earned the
+# sleeper status only by chance: otherwise it waited out the hog's turns, a frame every 20-30
+# ms (docs/benchmarks.md, "A frame loop counts its wait"). With the wait after each wakeup in
+# its cycle the loop reads its work over its period and preempts the hog at every release.
 t_sleeper_grid() {
   local hog out n p50 jumps extra
   start_sched sgrid --stats 1 --json || { fail sleeper_grid "did not load"; return; }
