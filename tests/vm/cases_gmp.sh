@@ -26,6 +26,27 @@ t_runnext() {
   fi
 }
 
+# perf's pipe pair pinned to CPU 1, where no wakee passes select_cpu. Each process writes and
+# then reads, so its wakee should wait for it to sleep: preempted at the write, the writer
+# found its reply written when it resumed, never slept again, read as a hog, and every one of
+# the 20000 round trips cost a wakeup preemption. Judged by that count, not by time.
+t_pinned_pipe() {
+  local loops=20000 f pre usec
+  start_sched pinpipe --stats 1 --json || { fail pinned_pipe "did not load"; return; }
+  taskset -c 1 perf bench sched pipe -l "$loops" > "$LOGS/pinpipe-pipe.log" 2>&1; local prc=$?
+  sleep 1.5
+  stop_sched INT
+  f=$LOGS/pinpipe.out
+  pre=$(json_sum "$f" preempt.wakeup)
+  usec=$(awk '/usecs\/op/ { print $1 }' "$LOGS/pinpipe-pipe.log")
+  if [ "$prc" -ne 0 ]; then fail pinned_pipe "perf bench exit $prc"
+  elif [ "$SCHED_RC" -ne 0 ]; then fail pinned_pipe "scheduler exit $SCHED_RC"
+  elif [ "$pre" -gt $((loops / 10)) ]; then
+    fail pinned_pipe "$pre wakeup preemptions in $loops round trips on one CPU (want <= $((loops / 10))); $usec us/op"
+  else pass pinned_pipe "pipe pair pinned to CPU 1: $pre wakeup preemptions in $loops round trips, $usec us/op"
+  fi
+}
+
 # N+1 hogs on N CPUs with a 20 ms slice: sysmon's 10 ms limit falls inside the slice, so
 # sysmon must preempt (with equal slice and limit the tick ends the turns and sysmon is only
 # the backstop), and the CPU time must still be shared fairly. Its kicks land on the turns

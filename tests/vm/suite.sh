@@ -38,7 +38,7 @@ ulimit -n 65536 2>/dev/null || true
 log "guest: kernel $(uname -r), $NCPU CPUs, nodes $(cat /sys/devices/system/node/online), state $(state)"
 
 ALL_CASES=(load bad_input libbpf_opts second_instance kill9 ci_stress unit_stock unit_own unit_no_realtime
-           runnext sysmon_fair numa_fair numa_level jump_budget sleeper_preempt sleeper_grid hog_after_sleeps steal overflow fair_tick race_affinity
+           runnext pinned_pipe sysmon_fair numa_fair numa_level jump_budget sleeper_preempt sleeper_grid hog_after_sleeps steal overflow fair_tick race_affinity
            monitor help_stats top
            procs_bad_input procs_fixed procs_auto procs_hold cpuset_outside cpuset_shrink rescue_stranded numa_home_grow fork_spread numa_locality partial
            nice cgroup_weight cgroup_weight_sleepers cgroup_deep cgroup_long_queue cgroup_folds no_cgroup_weights starve_warn
