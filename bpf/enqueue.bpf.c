@@ -193,7 +193,7 @@ static __always_inline bool fix_cpu(struct enq *e)
  * Whether user task e->p is being woken by the task running on its CPU, from that task's own
  * context (a pipe write, a futex wake), rather than by an interrupt that landed on it (a timer
  * beside a spinner), where the current task is no waker. A kernel thread woken so (ksoftirqd,
- * a kworker) is deferred work the CPU's runner may not wait for: it is left out.
+ * a kworker) is left out: it is deferred work that others wait for, not a hand-off.
  */
 static __always_inline bool woken_by_runner(struct enq *e)
 {

@@ -10,14 +10,11 @@
 /*
  * The task woke at @now: its sleep ended. One cycle enters the run share's average (1/8 each,
  * like the bursts'): the burst over the wait for a CPU after the wakeup before it, the burst
- * and the sleep. The wait counts because a periodic task released on a fixed grid that waited
- * ends its period late and sleeps that much less before the next: judged by burst and sleep
- * alone its share read high whenever the scheduler made it late, so a frame loop near half a
- * CPU lost its preemption, waited out a hog's turns and stayed late. Waits within a burst do
- * not count: they are its own demand running past its turns, and a task that never sleeps must
- * read one whatever waits beside it. Each sleep and burst is at least 1 ns, so the share is
- * defined. It makes the task a sleeper at SLEEPER_RUN_SHARE and unmakes it only past
- * SLEEPER_KEEP_RUN_SHARE.
+ * and the sleep. The wait counts so that lateness cannot raise the share: a task released on
+ * a fixed grid that waited sleeps that much less before its next release. Waits within a
+ * burst do not count, so a task that never sleeps reads one whatever waits beside it. Each
+ * sleep and burst is at least 1 ns, so the share is defined. It makes the task a sleeper at
+ * SLEEPER_RUN_SHARE and unmakes it only past SLEEPER_KEEP_RUN_SHARE (docs/design.md).
  */
 static void end_sleep(struct task_ctx *tctx, u64 now)
 {
