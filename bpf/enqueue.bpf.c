@@ -190,67 +190,6 @@ static __always_inline bool fix_cpu(struct enq *e)
 }
 
 /*
- * Whether user task e->p is being woken by the task running on its CPU, from that task's own
- * context (a pipe write, a futex wake), rather than by an interrupt that landed on it (a timer
- * beside a spinner), where the current task is no waker. A kernel thread woken so (ksoftirqd,
- * a kworker) is left out: it is deferred work that others wait for, not a hand-off.
- */
-static __always_inline bool woken_by_runner(struct enq *e)
-{
-	struct task_struct *cur = bpf_get_current_task_btf();
-	struct cpu_ctx *cctx = cpu_ctx(e->cpu);
-
-	return (e->flags & SCX_ENQ_WAKEUP) && !(e->p->flags & PF_KTHREAD) && !bpf_in_interrupt() &&
-	       cctx && cur && e->cpu == bpf_get_smp_processor_id() &&
-	       cctx->running_pid == cur->pid && cur->pid != e->p->pid;
-}
-
-/*
- * runnext for a pinned wakee of its CPU's runner: while nothing waits for the CPU, into the
- * local DSQ with the rest of the waker's slice, so the CPU switches to it as the waker sleeps
- * without an ops.dispatch pass, as to a runnext pair's wakee. No thief could have taken it: it
- * may run nowhere else. A chain of such hand-offs shares one slice, so it ends within slice_ns
- * and the fair tick resumes; nothing was waiting here when it began, so no task is passed over.
- */
-static __always_inline bool pinned_handoff(struct enq *e)
-{
-	struct task_struct *waker = bpf_get_current_task_btf();
-	struct cpu_ctx *cctx = cpu_ctx(e->cpu);
-
-	if (!runnext_on || !cctx || !waker || waker->scx.slice < RUNNEXT_MIN_NS ||
-	    scx_bpf_dsq_nr_queued(e->cpu) != 0 || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) != 0)
-		return false;
-	cctx->runnext_pid = e->p->pid;
-	/* This CPU's local DSQ is e->cpu's (woken_by_runner), the one CPU e->p may use. */
-	scx_bpf_dsq_insert(e->p, SCX_DSQ_LOCAL, waker->scx.slice, e->flags);
-	stat_add(ST_ENQ_RUNNEXT, 1);
-	return true;
-}
-
-/*
- * Pinned to one CPU (ksoftirqd, kworkers, taskset): a pinned waker must not wait behind a
- * hog, and a pinned task a wakeup preempted keeps its place, as an unpinned one does. At the
- * tail instead, every wakeup handed the CPU to the next pinned task: turns were cut at
- * wakeups rather than at weighted slices, and weights flattened (300:100 read 2.4:1 on one CPU).
- *
- * A pinned wakee never passes select_cpu, so the wake flags that mark a synchronous waker are
- * not seen; a user task woken by the CPU's own runner is taken for one and never preempts it.
- * Preempted, a pipe's writer found its reply written when it resumed, never slept again, and
- * so read as a hog: every message cost a wakeup preemption from then on. Not preempting is
- * always safe: the wakee waits in order, at most the rest of the runner's turn.
- */
-static __always_inline void enqueue_pinned(struct enq *e)
-{
-	bool by_runner = woken_by_runner(e);
-
-	if (wakeup_preempt(e->p, e->tctx, e->cpu, e->flags, by_runner || e->runnext_slice))
-		return;
-	if (by_runner && pinned_handoff(e))
-		return;
-	queue_own_cpu(e, ST_ENQ_PINNED);
-}
-
-/*
  * TEST ONLY (test_strand_shared): the state a shrink of the procs can leave, a task that no
  * proc may run in its node's shared queue. No CPU serves it there; sysmon's rescue_stranded
  * must move it.
@@ -332,11 +271,12 @@ static __always_inline bool burst_rest(struct enq *e)
  * task at the tail waiting forever (Go moves a displaced runnext to the tail; a DSQ cannot be
  * reordered here).
  *
- * A pair's wakee goes straight into the local DSQ: the CPU switches to it as the waker sleeps,
- * without an ops.dispatch pass, and no thief could have used it. Skipping dispatch skips its
- * fairness tick too, as Go's runnext inherits the time slice without a schedtick; the chain
- * shares the waker's one slice, so the tick resumes within slice_ns. Any other wakee goes to
- * the head of this CPU's queue, where an idle CPU can steal it if the waker runs on.
+ * A pair's wakee, or a wakee pinned to this CPU, goes straight into the local DSQ: the CPU
+ * switches to it as the waker sleeps, without an ops.dispatch pass, and no thief could have
+ * used it. Skipping dispatch skips its fairness tick too, as Go's runnext inherits the time
+ * slice without a schedtick; the chain shares the waker's one slice, so the tick resumes
+ * within slice_ns. Any other wakee goes to the head of this CPU's queue, where an idle CPU can
+ * steal it if the waker runs on.
  */
 static __always_inline bool enqueue_runnext(struct enq *e)
 {
@@ -346,8 +286,13 @@ static __always_inline bool enqueue_runnext(struct enq *e)
 	    scx_bpf_dsq_nr_queued(e->cpu) != 0 || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) != 0)
 		return false;
 	cctx->runnext_pid = e->p->pid;
-	/* e->cpu is this CPU, the task's CPU, picked from p->cpus_ptr by select_runnext. */
-	if (e->tctx && e->tctx->runnext_pair) {
+	/*
+	 * e->cpu is this CPU, the task's CPU: picked from p->cpus_ptr by select_runnext, or the
+	 * one CPU of a pinned task (fix_cpu).
+	 */
+	if (e->p->nr_cpus_allowed == 1) {
+		scx_bpf_dsq_insert(e->p, SCX_DSQ_LOCAL, e->runnext_slice, e->flags);
+	} else if (e->tctx && e->tctx->runnext_pair) {
 		scx_bpf_dsq_insert(e->p, SCX_DSQ_LOCAL, e->runnext_slice, e->flags);
 		stat_add(ST_ENQ_RUNNEXT_PAIR, 1);
 	} else {
@@ -355,6 +300,52 @@ static __always_inline bool enqueue_runnext(struct enq *e)
 	}
 	stat_add(ST_ENQ_RUNNEXT, 1);
 	return true;
+}
+
+/*
+ * The task running on e->cpu if it is waking user task e->p from its own context (a pipe
+ * write, a futex wake); NULL if an interrupt that landed on it does (a timer beside a spinner,
+ * where the current task is no waker). A kernel thread woken so (ksoftirqd, a kworker) is left
+ * out: it is deferred work that others wait for, not a hand-off.
+ */
+static __always_inline struct task_struct *waking_runner(struct enq *e)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct cpu_ctx *cctx = cpu_ctx(e->cpu);
+
+	if (!(e->flags & SCX_ENQ_WAKEUP) || (e->p->flags & PF_KTHREAD) || bpf_in_interrupt() ||
+	    !cctx || !cur || e->cpu != bpf_get_smp_processor_id() ||
+	    cctx->running_pid != cur->pid || cur->pid == e->p->pid)
+		return NULL;
+	return cur;
+}
+
+/*
+ * Pinned to one CPU (ksoftirqd, kworkers, taskset): a pinned waker must not wait behind a
+ * hog, and a pinned task a wakeup preempted keeps its place, as an unpinned one does. At the
+ * tail instead, every wakeup handed the CPU to the next pinned task: turns were cut at
+ * wakeups rather than at weighted slices, and weights flattened (300:100 read 2.4:1 on one CPU).
+ *
+ * A pinned wakee never passes select_cpu, so the wake flags that mark a synchronous waker are
+ * not seen; a user task woken by the CPU's own runner is taken for one: it never preempts the
+ * runner and takes runnext with the runner's slice, as select_runnext gives an unpinned wakee.
+ * Preempted, a pipe's writer found its reply written when it resumed, never slept again, and
+ * so read as a hog: every message cost a wakeup preemption from then on. Not preempting is
+ * always safe: the wakee waits in order, at most the rest of the runner's turn.
+ */
+static __always_inline void enqueue_pinned(struct enq *e)
+{
+	struct task_struct *waker = waking_runner(e);
+	bool by_runner = waker || e->runnext_slice;
+
+	e->runnext_slice = 0;
+	if (waker && runnext_on && waker->scx.slice >= RUNNEXT_MIN_NS)
+		e->runnext_slice = waker->scx.slice;
+	if (wakeup_preempt(e->p, e->tctx, e->cpu, e->flags, by_runner))
+		return;
+	if (enqueue_runnext(e))
+		return;
+	queue_own_cpu(e, ST_ENQ_PINNED);
 }
 
 void BPF_STRUCT_OPS(gmp_enqueue, struct task_struct *p, u64 enq_flags)
