@@ -16,6 +16,12 @@ static u32 jump_budget_us(void)
 	return us < JUMP_US_MAX ? us : JUMP_US_MAX;
 }
 
+/* Interactive by its bursts alone: the last one or the average is short. */
+static __always_inline bool short_bursts(struct task_ctx *tctx)
+{
+	return tctx->last_burst_ns < wakeup_preempt_ns || tctx->avg_burst_ns < wakeup_preempt_ns;
+}
+
 /*
  * Interactive: its last burst or its average burst was short, or it sleeps at least as long
  * as it runs. The average keeps a periodic task interactive through the odd long burst
@@ -26,8 +32,49 @@ static u32 jump_budget_us(void)
  */
 static bool interactive(struct task_ctx *tctx)
 {
-	return tctx->last_burst_ns < wakeup_preempt_ns || tctx->avg_burst_ns < wakeup_preempt_ns ||
-	       tctx->sleeper;
+	return short_bursts(tctx) || tctx->sleeper;
+}
+
+/*
+ * Whether @tctx's task trails the runner of @cctx in weighted CPU time (vtime), with the
+ * runner's turn so far counted. A runner without state has no vtime: every wakee trails it.
+ * The runner's fields are read from another CPU without its lock: a stale pair only decides
+ * one wakeup either way, and either way is safe (in order waits at most the runner's turn).
+ */
+static __always_inline bool trails_runner(struct cpu_ctx *cctx, struct task_ctx *tctx)
+{
+	u64 v = cctx->running_vtime, since = cctx->running_since, w = cctx->running_wslice;
+	u64 now = now_ns();
+
+	if (v == (u64)-1)
+		return true;
+	if (since && now > since && w)
+		v += (now - since) * slice_ns / w;
+	return tctx->vtime < v;
+}
+
+/*
+ * Whether @tctx's task carries a lower weight than the runner of @cctx, as their users set it
+ * (nice, cpu.weight). The weighted slices would not do: their cgroup factor moves with
+ * runnable counts read at different starts, by more than a nice level between equals.
+ */
+static __always_inline bool lighter_than_runner(struct cpu_ctx *cctx, struct task_ctx *tctx)
+{
+	return tctx->set_weight && tctx->set_weight < cctx->running_set_weight;
+}
+
+/*
+ * A sleeper by its run share alone (its bursts are long) claims to be owed time, and a jump
+ * takes that time from the runner. Past a runner of heavier set weight the claim is checked
+ * in vtime, which the weights scale: a lighter task that has run more weighted time than the
+ * runner is owed nothing by it. A task that waits long after each wakeup reads as a sleeper
+ * even when it asks for most of a CPU; unchecked, it jumped past its cgroup's weight. Between
+ * equal weights the run share alone decides: a frame loop at half a CPU beside a hog barely
+ * trails it, and lost its frames when ranked by vtime.
+ */
+static __always_inline bool claim_outweighed(struct cpu_ctx *cctx, struct task_ctx *tctx)
+{
+	return !short_bursts(tctx) && lighter_than_runner(cctx, tctx) && !trails_runner(cctx, tctx);
 }
 
 /* The most of one burst that counts in a task's average (end_burst). */
@@ -66,7 +113,8 @@ static __always_inline void charge_jump(struct cpu_ctx *cctx, u64 us)
  * Whatever its history, a runner is never preempted by the task it woke synchronously
  * (@by_runner: runnext's wakee, placed here by select_runnext): the waker said it will sleep
  * soon, and its wakee runs when it does, at the end of its turn, or on an idle CPU that steals
- * it. Preempted, a writer with room handed the CPU to its reader at every message.
+ * it. Preempted, a writer with room handed the CPU to its reader at every message. A lighter
+ * wakee whose only claim is its run share must trail the runner in vtime (claim_outweighed).
  *
  * Why no waiting task starves: a preemption is a queue jump, and what it costs the tasks
  * waiting in order is the CPU time the wakee runs. Once jumping wakees have run
@@ -85,6 +133,10 @@ static bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx, s32 cpu
 		return false;
 	if (by_runner || (cctx->running_interactive && !runner_turned_hog(cctx))) {
 		stat_add(ST_WAKE_IN_ORDER, 1);
+		return false;
+	}
+	if (claim_outweighed(cctx, tctx)) {
+		stat_add(ST_WAKE_NOT_OWED, 1);
 		return false;
 	}
 	if (cctx->jump_us >= jump_budget_us() && scx_bpf_dsq_nr_queued(cpu) != 0) {

@@ -204,6 +204,10 @@ struct cpu_ctx {
 	u64 cg_folded_at;   /* when this CPU last folded, or took the cgroup */
 	s64 cg_held_n;      /* its tasks made runnable less those gone quiescent, not yet folded */
 	u64 vtime_max;      /* the highest vtime of a task that started here */
+	/* The current task's vtime, weighted slice and set weight as of running_since. */
+	u64 running_vtime;  /* U64_MAX: a task without state, which no wakee is ranked against */
+	u64 running_wslice;
+	u64 running_set_weight; /* 0: a task without state */
 } __attribute__((aligned(64)));
 
 struct task_ctx {
@@ -221,6 +225,7 @@ struct task_ctx {
 	u64 turn_ran;       /* CPU time run in earlier parts of a turn split by wakeup preemption */
 	u64 resume_ns;      /* what a wakeup preemption left of its turn; 0: none */
 	u64 vtime;          /* weighted CPU time: ns run * slice_ns / wslice */
+	u64 set_weight;     /* nice weight times each cpu.weight down its path (cg_factor) */
 	u64 shared_seq;     /* shared_picks of its node when it last joined a shared queue */
 	u64 cgid;           /* cgroup counted at runnable, undone at quiescent */
 	s32 home_node;      /* where its memory is, or where it has been running */

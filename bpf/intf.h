@@ -110,6 +110,7 @@ enum gmp_stat {
 	ST_ENQ_RUNNEXT_PAIR, /* runnext wakees of a pair, put straight into the local DSQ (of ST_ENQ_RUNNEXT) */
 	ST_CG_FOLDS,         /* folds of a CPU's held cgroup counts into the cgroup's shared ones */
 	ST_PREEMPT_STALE,    /* turns cut by a sysmon kick meant for the turn before: resumed (stale_kick) */
+	ST_WAKE_NOT_OWED,    /* sleepers with long bursts queued in order behind a heavier runner not trailing them */
 	GMP_NR_STATS,
 };
 

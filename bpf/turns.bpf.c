@@ -81,6 +81,14 @@ static __always_inline bool start_on_cpu(struct cpu_ctx *cctx, s32 cpu, struct t
 	return runnext;
 }
 
+/* Where the runner's vtime stands from running_since on, and its weight, for wakees' ranking. */
+static __always_inline void note_runner_vtime(struct cpu_ctx *cctx, struct task_ctx *tctx)
+{
+	cctx->running_vtime = tctx->vtime;
+	cctx->running_wslice = task_slice(tctx);
+	cctx->running_set_weight = tctx->set_weight;
+}
+
 /* An in-order start resets this CPU's jump budget; note whether the runner is interactive. */
 static __always_inline void note_jump_state(struct cpu_ctx *cctx, struct task_ctx *tctx)
 {
@@ -124,7 +132,7 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct cpu_ctx *cctx = cpu_ctx(cpu);
 	struct task_ctx *tctx = task_ctx(p);
-	u64 now = now_ns(), cgf = FP_ONE;
+	u64 now = now_ns(), cgf = FP_ONE, set_w = p->scx.weight;
 	s32 node = node_of(cpu);
 	bool runnext;
 
@@ -132,13 +140,17 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 		return;
 	runnext = start_on_cpu(cctx, cpu, p, tctx, now);
 	if (cgroup_weights_on)
-		cgf = cg_factor(p);
+		cgf = cg_factor(p, &set_w);
 	note_jump_state(cctx, tctx);
 	if (!tctx) {
+		cctx->running_vtime = (u64)-1;
+		cctx->running_set_weight = 0;
 		start_untracked(cctx, p, cgf, cpu);
 		return;
 	}
+	tctx->set_weight = set_w;
 	start_turn(cctx, p, tctx, cgf, runnext, cpu);
+	note_runner_vtime(cctx, tctx);
 	give_back_owed_turn(p, tctx, cpu);
 	if (tctx->vtime > cctx->vtime_max)
 		cctx->vtime_max = tctx->vtime;
@@ -210,6 +222,8 @@ static void renew_turn(struct cpu_ctx *cctx, struct task_struct *p, struct task_
 		return;
 	charge_since_start(cctx, tctx, now, true, cctx->wake_preempting);
 	cctx->running_since = now;
+	if (tctx)
+		note_runner_vtime(cctx, tctx);
 	/* Nothing waited, so the new turn starts in order: no jump is in progress. */
 	cctx->jump_us = 0;
 	if (tctx && tctx->wslice) {

@@ -175,8 +175,19 @@ static void cg_quiescent(struct task_ctx *tctx)
 	cg_hold(tctx->cgid, -1);
 }
 
-/* The slice factor of @p's cgroup path (FP_ONE: an equal share). */
-static u64 cg_factor(struct task_struct *p)
+/* Set weights past this many nice-0 tasks' (or below one) rank as equal. */
+#define SET_WEIGHT_MAX ((u64)WEIGHT_ONE << 32)
+static __always_inline u64 clamp_set_weight(u64 w)
+{
+	return w < 1 ? 1 : w > SET_WEIGHT_MAX ? SET_WEIGHT_MAX : w;
+}
+
+/*
+ * The slice factor of @p's cgroup path (FP_ONE: an equal share). @set_w, @p's nice weight on
+ * entry, is scaled by each cpu.weight down the path (per WEIGHT_ONE): the weight its user set,
+ * whatever the runnable counts read (lighter_than_runner).
+ */
+static u64 cg_factor(struct task_struct *p, u64 *set_w)
 {
 	struct cgrp_ctx *parent = NULL, *c = NULL;
 	s64 t = nr_runnable_total;
@@ -202,6 +213,8 @@ static u64 cg_factor(struct task_struct *p)
 			f = f * cg_weight(c) / (u64)parent->child_weight_sum;
 		if (f > ((u64)SLICE_MAX_MUL << 32))
 			f = (u64)SLICE_MAX_MUL << 32;
+		if (parent)
+			*set_w = clamp_set_weight(*set_w * cg_weight(c) / WEIGHT_ONE);
 		parent = c;
 	}
 	bpf_cgroup_release(cg);

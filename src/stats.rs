@@ -159,6 +159,9 @@ counters! {
     gmp_stat_ST_PREEMPT_STALE => preempt_stale:
         "turns cut by a sysmon kick that landed after the turn it was meant for had ended; they \
          resume with the rest of their turn unless less than the minimum slice is left",
+    gmp_stat_ST_WAKE_NOT_OWED => wake_not_owed:
+        "wakeups of sleepers with long bursts queued in order: the running task had a higher \
+         nice or cpu.weight and no more weighted CPU time than they had",
 }
 
 const _: () = {
@@ -493,6 +496,8 @@ pub struct Preempt {
     pub wakeup_in_order: u64,
     #[stat(desc = "wake_no_jump in the interval")]
     pub wakeup_no_jump: u64,
+    #[stat(desc = "wake_not_owed in the interval")]
+    pub wakeup_not_owed: u64,
     #[stat(desc = "turn_given_back in the interval")]
     pub given_back: u64,
     #[stat(desc = "preempt_stale in the interval")]
@@ -681,6 +686,7 @@ impl Report<'_> {
                 wakeup_head: 0,
                 wakeup_in_order: t.wake_in_order,
                 wakeup_no_jump: t.wake_no_jump,
+                wakeup_not_owed: t.wake_not_owed,
                 given_back: t.turn_given_back,
                 stale: t.preempt_stale,
             },
@@ -1024,7 +1030,8 @@ mod tests {
         r#""place_remote":64,"remote":44,"steals_remote":14},"#,
         r#""preempt":{"given_back":84,"slice":36,"stale":104,"sysmon":34,"wakeup":60,"#,
         r#""wakeup_head":0,"wakeup_in_order":76,"#,
-        r#""wakeup_no_jump":78},"procs":2,"procs_cpus":"0-1","restarts":0,"shared_queued":2,"#,
+        r#""wakeup_no_jump":78,"wakeup_not_owed":106},"procs":2,"procs_cpus":"0-1","restarts":0,"#,
+        r#""shared_queued":2,"#,
         r#""shared_queued_per_node":[2],"starvation":{"comm":"hog","longest_wait_us":612000,"#,
         r#""over_threshold":70,"pid":42,"still_waiting":true,"threshold_ms":500},"#,
         r#""stolen_tasks":18,"sysmon_ns":94,"sysmon_runs":50,"sysmon_visits":90,"ts_ms":1000,"turn_timer":92}"#
@@ -1102,6 +1109,7 @@ mod tests {
         ("preempt.wakeup_head", "int"),
         ("preempt.wakeup_in_order", "int"),
         ("preempt.wakeup_no_jump", "int"),
+        ("preempt.wakeup_not_owed", "int"),
         ("procs", "int"),
         ("procs_cpus", "string"),
         ("restarts", "int"),
