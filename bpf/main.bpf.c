@@ -50,7 +50,8 @@ UEI_DEFINE(uei);
 #include "procs.bpf.c"     /* the processor set */
 #include "weights.bpf.c"   /* nice and cgroup cpu.weight */
 #include "place.bpf.c"     /* home node, idle pick, wakep, ops.select_cpu */
-#include "enqueue.bpf.c"   /* ops.enqueue, wakeup preemption, jump budget */
+#include "preempt.bpf.c"   /* wakeup preemption, jump budget */
+#include "enqueue.bpf.c"   /* ops.enqueue: which queue a task joins */
 #include "steal.bpf.c"     /* stealWork, evicting from non-procs */
 #include "dispatch.bpf.c"  /* ops.dispatch: findRunnable */
 #include "slices.bpf.c"    /* turn lengths: weighted slice, debt, deadlines, give-back */
