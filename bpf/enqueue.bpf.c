@@ -224,8 +224,7 @@ static __always_inline struct task_struct *waking_runner(struct enq *e)
 	struct cpu_ctx *cctx = cpu_ctx(e->cpu);
 
 	if (!(e->flags & SCX_ENQ_WAKEUP) || (e->p->flags & PF_KTHREAD) || bpf_in_interrupt() ||
-	    !cctx || !cur || e->cpu != bpf_get_smp_processor_id() ||
-	    cctx->running_pid != cur->pid || cur->pid == e->p->pid)
+	    e->cpu != bpf_get_smp_processor_id() || !runner_wakes(cctx, cur, e->p))
 		return NULL;
 	return cur;
 }

@@ -417,10 +417,16 @@ static __always_inline u64 task_slice(struct task_ctx *tctx)
 	return tctx && tctx->wslice ? tctx->wslice : slice_ns;
 }
 
+/* @ran ns of CPU time as vtime at weighted slice @wslice (0: none yet, an equal share). */
+static __always_inline u64 vtime_at(u64 ran, u64 wslice)
+{
+	return ran * slice_ns / (wslice ? wslice : slice_ns);
+}
+
 /* @ran ns of CPU time as vtime: scaled by slice / weighted slice (see task_ctx.vtime). */
 static __always_inline u64 vtime_of(struct task_ctx *tctx, u64 ran)
 {
-	return ran * slice_ns / (tctx->wslice ? tctx->wslice : slice_ns);
+	return vtime_at(ran, tctx->wslice);
 }
 
 static __always_inline bool is_proc(s32 cpu)

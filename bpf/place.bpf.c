@@ -216,6 +216,16 @@ static __always_inline void note_runnext_pair(struct task_struct *cur, struct ta
 }
 
 /*
+ * Whether @cur, the task current on the CPU of @cctx, is that CPU's scx_gmp runner and not
+ * @p: a task waking @p from its own context (a pipe write, a futex wake).
+ */
+static __always_inline bool runner_wakes(struct cpu_ctx *cctx, struct task_struct *cur,
+					 struct task_struct *p)
+{
+	return cctx && cur && cctx->running_pid == cur->pid && cur->pid != p->pid;
+}
+
+/*
  * runnext: a synchronous wakeup by the scx_gmp task running here. The wakee goes to the head
  * of this CPU's queue, or a pair's into its local DSQ (ops.enqueue puts it there), and
  * inherits the waker's remaining slice, so a chain of hand-offs shares one slice and cannot
@@ -234,7 +244,7 @@ static __always_inline s32 select_runnext(struct task_struct *p, struct task_ctx
 	cur = bpf_get_current_task_btf();
 	this_cpu = bpf_get_smp_processor_id();
 	cctx = cpu_ctx(this_cpu);
-	if (!cctx || !cur || cctx->running_pid != cur->pid || cur->pid == p->pid)
+	if (!runner_wakes(cctx, cur, p))
 		return -1;
 	/* The runner passes messages: its burst is not a spinner's (runner_turned_hog). */
 	cctx->runner_woke = 1;

@@ -41,13 +41,12 @@ static bool interactive(struct task_ctx *tctx)
  */
 static __always_inline bool trails_runner(struct cpu_ctx *cctx, struct task_ctx *tctx)
 {
-	u64 v = cctx->running_vtime, since = cctx->running_since, w = cctx->running_wslice;
-	u64 now = now_ns();
+	u64 v = cctx->running_vtime, since = cctx->running_since, now = now_ns();
 
 	if (v == (u64)-1)
 		return true;
-	if (since && now > since && w)
-		v += (now - since) * slice_ns / w;
+	if (since && now > since)
+		v += vtime_at(now - since, cctx->running_wslice);
 	return tctx->vtime < v;
 }
 

@@ -81,9 +81,17 @@ static __always_inline bool start_on_cpu(struct cpu_ctx *cctx, s32 cpu, struct t
 	return runnext;
 }
 
-/* Where the runner's vtime stands from running_since on, and its weight, for wakees' ranking. */
+/*
+ * Where the runner's vtime stands from running_since on, and its weight, for wakees' ranking
+ * (trails_runner, lighter_than_runner); a runner without state (@tctx NULL) has neither.
+ */
 static __always_inline void note_runner_vtime(struct cpu_ctx *cctx, struct task_ctx *tctx)
 {
+	if (!tctx) {
+		cctx->running_vtime = (u64)-1;
+		cctx->running_set_weight = 0;
+		return;
+	}
 	cctx->running_vtime = tctx->vtime;
 	cctx->running_wslice = task_slice(tctx);
 	cctx->running_set_weight = tctx->set_weight;
@@ -143,8 +151,7 @@ void BPF_STRUCT_OPS(gmp_running, struct task_struct *p)
 		cgf = cg_factor(p, &set_w);
 	note_jump_state(cctx, tctx);
 	if (!tctx) {
-		cctx->running_vtime = (u64)-1;
-		cctx->running_set_weight = 0;
+		note_runner_vtime(cctx, NULL);
 		start_untracked(cctx, p, cgf, cpu);
 		return;
 	}
@@ -222,8 +229,7 @@ static void renew_turn(struct cpu_ctx *cctx, struct task_struct *p, struct task_
 		return;
 	charge_since_start(cctx, tctx, now, true, cctx->wake_preempting);
 	cctx->running_since = now;
-	if (tctx)
-		note_runner_vtime(cctx, tctx);
+	note_runner_vtime(cctx, tctx);
 	/* Nothing waited, so the new turn starts in order: no jump is in progress. */
 	cctx->jump_us = 0;
 	if (tctx && tctx->wslice) {
