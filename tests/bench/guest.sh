@@ -124,11 +124,23 @@ w_pipe() {
 # The marks around it let bench.sh divide by the host CPU time the VM got meanwhile (the host
 # sampler counts the lines of $OUT/marks), since that share drifts with the outer host.
 w_stress() {
-  local b
   mark stress_cpu start
-  b=$(stress-ng --temp-path /tmp -c $((2 * N)) -t "$DUR" --metrics-brief 2>&1 | awk '/ cpu / {print $(NF-1)}')
+  stress-ng --temp-path /tmp -c $((2 * N)) -t "$DUR" --metrics-brief > "$OUT/stress.tmp" 2>&1
   mark stress_cpu end
-  emit stress_cpu bogo_ops_s "${b:-nan}"
+  emit stress_cpu bogo_ops_s "$(stressor_metric cpu ops_s "$OUT/stress.tmp")"
+  emit stress_cpu cpus "$(stressor_metric cpu cpus "$OUT/stress.tmp")"
+  emit stress_cpu bogo_per_cpu_s "$(stressor_metric cpu per_cpu_s "$OUT/stress.tmp")"
+}
+# stressor_metric STRESSOR WHAT FILE: from stress-ng's --metrics-brief line of STRESSOR (bogo
+# ops, real s, usr s, sys s, ops/s, ops per usr+sys s): ops_s, the throughput; cpus, the CPUs'
+# worth its processes ran ((usr + sys) / real); per_cpu_s, the ops per CPU-second they ran.
+# The last two tell a scheduler that gave a stressor less CPU from one under which its CPU
+# time bought less work (costlier switches, colder caches). nan if the line is missing.
+stressor_metric() {
+  awk -v s="$1" -v w="$2" '$4 == s && $5 ~ /^[0-9]+$/ {
+      if (w == "ops_s") v = $9; else if (w == "per_cpu_s") v = $10
+      else if ($6 > 0) v = sprintf("%.3f", ($7 + $8) / $6)
+    } END { print (v == "" ? "nan" : v) }' "$3"
 }
 
 # A 60 Hz frame loop doing FRAME_ITERS of work (about 4 ms on the idle guest, calibrated once
@@ -155,8 +167,12 @@ frames_run() { # WORKLOAD [PREFIX...]
     case $k in late_gt2ms|late_gt2ms_pct|p99_late_ms|missed_pct|cpu_ms_per_frame) emit "$w" "$k" "$v" ;; esac
   done < "$OUT/frames.tmp"
   grep -q '^p99_late_ms ' "$OUT/frames.tmp" || emit "$w" p99_late_ms nan
-  emit "$w" bg_cpu_bogo_ops_s "$(awk '/ cpu / {print $(NF-1); exit}' "$OUT/bg.tmp")"
-  emit "$w" bg_fork_bogo_ops_s "$(awk '/ fork / {print $(NF-1); exit}' "$OUT/bg.tmp")"
+  local s
+  for s in cpu fork; do
+    emit "$w" "bg_${s}_bogo_ops_s" "$(stressor_metric "$s" ops_s "$OUT/bg.tmp")"
+    emit "$w" "bg_${s}_cpus" "$(stressor_metric "$s" cpus "$OUT/bg.tmp")"
+    emit "$w" "bg_${s}_per_cpu_s" "$(stressor_metric "$s" per_cpu_s "$OUT/bg.tmp")"
+  done
 }
 
 # N+1 CPU hogs on N CPUs: Jain's index of their CPU time.

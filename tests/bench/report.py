@@ -23,6 +23,8 @@ METRICS = {
     ("stress_cpu", "bogo_ops_s"): ("higher", "ratio >= 1.0"),
     ("stress_cpu", "host_cpus"): ("-", None),
     ("stress_cpu", "bogo_per_host_cpu_s"): ("higher", None),
+    ("stress_cpu", "cpus"): ("-", None),
+    ("stress_cpu", "bogo_per_cpu_s"): ("higher", None),
     ("fairness", "jain"): ("higher", "value >= 0.98"),
     ("numa", "bogo_ops_s"): ("higher", None),
     ("numa", "node0_share"): ("higher", "value >= 0.95"),
@@ -45,6 +47,10 @@ FRAMES = {
     "host_cpus": ("-", None),
     "bg_cpu_per_host_cpu_s": ("higher", None),
     "bg_fork_per_host_cpu_s": ("higher", None),
+    "bg_cpu_cpus": ("-", None),
+    "bg_fork_cpus": ("-", None),
+    "bg_cpu_per_cpu_s": ("higher", None),
+    "bg_fork_per_cpu_s": ("higher", None),
 }
 
 

@@ -33,6 +33,18 @@ class BestPeer(unittest.TestCase):
         self.assertIsNone(report.best_peer(key, "lower", ["a"], vals))
 
 
+class Directions(unittest.TestCase):
+    def test_background_cpu_rows(self):
+        # How much CPU a stressor got has no better direction; what it bought per CPU-second
+        # does, under the frame loop, its SCHED_FIFO floor and alone.
+        for w in ("frametime", "frametime_rt_floor"):
+            for s in ("cpu", "fork"):
+                self.assertEqual(report.metric((w, f"bg_{s}_cpus")), ("-", None))
+                self.assertEqual(report.metric((w, f"bg_{s}_per_cpu_s")), ("higher", None))
+        self.assertEqual(report.metric(("stress_cpu", "cpus")), ("-", None))
+        self.assertEqual(report.metric(("stress_cpu", "bogo_per_cpu_s")), ("higher", None))
+
+
 class HostRows(unittest.TestCase):
     def rows(self, raw):
         with tempfile.TemporaryDirectory() as out:
