@@ -156,10 +156,11 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 #define SLEEPER_KEEP_RUN_SHARE (RUN_SHARE_ONE * 5 / 8)
 /*
  * How many of its own turns a woken task's burst may take before a turn that runs out sends it
- * to the shared queue (burst_rest). Two: a burst a little longer than one turn (a frame loop's
- * work on a loaded machine) finishes in order on its CPU; untuned beyond that.
+ * to the shared queue (burst_rest). Four: at two, a frame whose 8 ms of work stretched to 20-30
+ * ms while its CPU was taken by interrupts or, in a VM, by the host, went to the shared queue
+ * and waited 99-174 ms there (docs/benchmarks.md); four turns cover a burst of twice that.
  */
-#define BURST_LOCAL_TURNS 2
+#define BURST_LOCAL_TURNS 4
 /* cpu_ctx.jump_us is a u16. */
 #define JUMP_US_MAX 65535
 /* tctx->jumped: how a task came to be queued ahead of waiting tasks. */
