@@ -158,7 +158,7 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
  * How many of its own turns a woken task's burst may take before a turn that runs out sends it
  * to the shared queue (burst_rest). Four: at two, a frame whose 8 ms of work stretched to 20-30
  * ms while its CPU was taken by interrupts or, in a VM, by the host, went to the shared queue
- * and waited 99-174 ms there (docs/benchmarks.md); four turns cover a burst of twice that.
+ * and waited 80-180 ms there (docs/benchmarks.md); four turns cover a burst of twice that.
  */
 #define BURST_LOCAL_TURNS 4
 /* cpu_ctx.jump_us is a u16. */
