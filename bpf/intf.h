@@ -17,7 +17,7 @@
  * is the floor of every weighted slice (untuned: a few context switches' worth), so a
  * shorter --slice-us would change nothing. TURN_MAX_US cuts every turn (weighted turns reach
  * 16 slices for nice -20, a paid-back one two), so that one turn stays a small part of the
- * kernel's 5 s watchdog; the turns of a crowded CPU are cut further (ROUND_MAX_NS, gmp.bpf.h).
+ * kernel's 5 s watchdog; the turns of a crowded CPU are cut further (ROUND_MAX_NS, consts.bpf.h).
  * Untuned beyond that.
  */
 #define SLICE_MIN_US 250
@@ -25,7 +25,7 @@
 
 /*
  * A node's shared queue whose head has waited this long is served first by its procs,
- * whatever the fair tick's count (FAIR_TICK_MAX_NS, gmp.bpf.h). The kernel's watchdog checks
+ * whatever the fair tick's count (FAIR_TICK_MAX_NS, consts.bpf.h). The kernel's watchdog checks
  * in every half timeout (2.5 s of 5 s) from an unbound worker, which passes through a shared
  * queue like any task, maybe several times (it is woken, and preempted if it runs long). Go's
  * bound (61 ticks of 10 ms, 610 ms) left room for three passes, and under emulation, where

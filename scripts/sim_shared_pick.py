@@ -34,7 +34,7 @@ import random
 HEAVY_TURN_S, HEAVY_FACTOR = 0.0225, 2.25
 LIGHT_TURN_S, LIGHT_FACTOR = 0.00375, 0.375
 SLICE_S = 0.010  # a turn over its weight factor: the same for every task
-PICKS_PER_PROC = 8  # SHARED_PICK_WAIT_TURNS in bpf/gmp.bpf.h
+PICKS_PER_PROC = 8  # SHARED_PICK_WAIT_TURNS in bpf/consts.bpf.h
 JITTER = 0.3
 
 
