@@ -164,7 +164,7 @@ frames_run() { # WORKLOAD [PREFIX...]
   mark "$w" end
   local k v
   while read -r k v; do
-    case $k in late_gt2ms|late_gt2ms_pct|p99_late_ms|missed_pct|cpu_ms_per_frame) emit "$w" "$k" "$v" ;; esac
+    case $k in late_gt2ms|late_gt2ms_pct|late_or_skipped|p99_late_ms|missed_pct|cpu_ms_per_frame) emit "$w" "$k" "$v" ;; esac
   done < "$OUT/frames.tmp"
   grep -q '^p99_late_ms ' "$OUT/frames.tmp" || emit "$w" p99_late_ms nan
   local s

@@ -36,13 +36,16 @@ METRICS = {
 # hackbench_{proc,thread}_gN for every group count: the same direction and target.
 HACKBENCH = ("lower", "ratio <= 1.0")
 # The frame-time workload and its SCHED_FIFO floor (guest.sh w_frames).
+# Targets: fewer late frames than EEVDF, counted per refresh (frames.c: late_or_skipped), with
+# the background's throughput at least 0.95x EEVDF's.
 FRAMES = {
+    "late_or_skipped": ("lower", "ratio < 1.0"),
     "late_gt2ms": ("lower", None),
     "late_gt2ms_pct": ("lower", None),
     "p99_late_ms": ("lower", None),
     "missed_pct": ("lower", None),
-    "bg_cpu_bogo_ops_s": ("higher", None),
-    "bg_fork_bogo_ops_s": ("higher", None),
+    "bg_cpu_bogo_ops_s": ("higher", "ratio >= 0.95"),
+    "bg_fork_bogo_ops_s": ("higher", "ratio >= 0.95"),
     "cpu_ms_per_frame": ("-", None),
     "host_cpus": ("-", None),
     "bg_cpu_per_host_cpu_s": ("higher", None),
@@ -120,7 +123,7 @@ def host_rows(out, raw_rows):
 
 
 def meets(x, op, lim):
-    return x <= float(lim) if op == "<=" else x >= float(lim)
+    return {"<": x < float(lim), "<=": x <= float(lim), ">=": x >= float(lim)}[op]
 
 
 def paired_ratio(runs, base):

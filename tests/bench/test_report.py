@@ -44,6 +44,18 @@ class Directions(unittest.TestCase):
         self.assertEqual(report.metric(("stress_cpu", "cpus")), ("-", None))
         self.assertEqual(report.metric(("stress_cpu", "bogo_per_cpu_s")), ("higher", None))
 
+    def test_frame_targets(self):
+        # Late frames are judged per refresh, strictly fewer than EEVDF's; the count over the
+        # frames delivered carries no target (a run that skips frames delivers fewer).
+        self.assertEqual(report.metric(("frametime", "late_or_skipped")), ("lower", "ratio < 1.0"))
+        self.assertEqual(report.metric(("frametime", "late_gt2ms")), ("lower", None))
+        self.assertEqual(report.metric(("frametime", "bg_cpu_bogo_ops_s")),
+                         ("higher", "ratio >= 0.95"))
+        self.assertFalse(report.meets(1.0, "<", "1.0"))
+        self.assertTrue(report.meets(0.99, "<", "1.0"))
+        self.assertTrue(report.meets(1.0, "<=", "1.0"))
+        self.assertFalse(report.meets(0.94, ">=", "0.95"))
+
 
 class HostRows(unittest.TestCase):
     def rows(self, raw):
