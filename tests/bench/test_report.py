@@ -51,6 +51,10 @@ class Directions(unittest.TestCase):
         self.assertEqual(report.metric(("frametime", "late_gt2ms")), ("lower", None))
         self.assertEqual(report.metric(("frametime", "bg_cpu_bogo_ops_s")),
                          ("higher", "ratio >= 0.95"))
+        # The SCHED_FIFO floor runs under EEVDF only: its rows keep their direction, no target.
+        self.assertEqual(report.metric(("frametime_rt_floor", "late_or_skipped")), ("lower", None))
+        self.assertEqual(report.metric(("frametime_rt_floor", "bg_fork_per_cpu_s")),
+                         ("higher", None))
         self.assertFalse(report.meets(1.0, "<", "1.0"))
         self.assertTrue(report.meets(0.99, "<", "1.0"))
         self.assertTrue(report.meets(1.0, "<=", "1.0"))
