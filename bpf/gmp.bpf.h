@@ -2,8 +2,8 @@
 /*
  * The shared header of the BPF scheduler: knobs the loader sets, the globals and maps, and the
  * small accessors every file uses; the named constants are in consts.bpf.h and the per-CPU and
- * per-task state in ctx.bpf.h, both included here. main.bpf.c includes it once, before the other files (one compilation unit; see
- * docs/design.md for why).
+ * per-task state in ctx.bpf.h, both included here. main.bpf.c includes it once, before the
+ * other files (one compilation unit; see docs/design.md for why).
  */
 #ifndef __GMP_BPF_H
 #define __GMP_BPF_H
