@@ -14,8 +14,8 @@
  *
  * A scheduler that makes frames miss delivers fewer of them, so late_gt2ms alone, counted over
  * the frames delivered, favours it; late_or_skipped counts per refresh: the frames that waited
- * more than 2 ms plus the refreshes skipped after a miss, out of the same HZ * SECONDS under
- * every scheduler.
+ * more than 2 ms plus the refreshes skipped after a miss, out of the run's releases (the same
+ * under every scheduler).
  *
  * Prints "key value" lines: frames, late_gt2ms, late_gt2ms_pct, skipped, late_or_skipped,
  * p50_late_ms, p99_late_ms, max_late_ms, missed_pct, cpu_ms_per_frame.

@@ -57,19 +57,23 @@ FRAMES = {
 }
 
 
+# Runs under EEVDF only that a workload's row is read against (the SCHED_FIFO floors, NUMA
+# balancing off): that workload's direction, and no target, since no scheduler is judged on them.
+REFERENCE = {"cyclictest_rt_floor": "cyclictest", "frametime_rt_floor": "frametime",
+             "numa_balancing_off": "numa"}
+
+
 def metric(key):
     """(better, target) of a workload metric: lower, higher or "-" (no direction)."""
     w, m = key
     if w.startswith("hackbench_"):
         return HACKBENCH
-    if w == "frametime_rt_floor":  # EEVDF only, the floor: a reference, not a contender
-        return (FRAMES.get(m, ("lower", None))[0], None)
+    if w in REFERENCE:
+        return (metric((REFERENCE[w], m))[0], None)
     if w == "frametime":
         return FRAMES.get(m, ("lower", None))
     if w.startswith("trace_"):  # guest.sh w_trace: diagnostics of where time went
         return ("-", None)
-    if w == "numa_balancing_off":  # EEVDF only, a reference for the numa row
-        return (METRICS.get(("numa", m), ("-", None))[0], None)
     return METRICS.get(key, ("lower", None))
 
 

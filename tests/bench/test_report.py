@@ -55,6 +55,8 @@ class Directions(unittest.TestCase):
         self.assertEqual(report.metric(("frametime_rt_floor", "late_or_skipped")), ("lower", None))
         self.assertEqual(report.metric(("frametime_rt_floor", "bg_fork_per_cpu_s")),
                          ("higher", None))
+        self.assertEqual(report.metric(("cyclictest_rt_floor", "p99_us")), ("lower", None))
+        self.assertEqual(report.metric(("numa_balancing_off", "node0_share")), ("higher", None))
         self.assertFalse(report.meets(1.0, "<", "1.0"))
         self.assertTrue(report.meets(0.99, "<", "1.0"))
         self.assertTrue(report.meets(1.0, "<=", "1.0"))
